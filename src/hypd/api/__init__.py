@@ -1,0 +1,1 @@
+"""The REST API: routers, request and response models, error mapping."""

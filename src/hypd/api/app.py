@@ -1,0 +1,57 @@
+"""The REST API application: routers, validation, error mapping, OpenAPI."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+
+from hypd import __version__
+from hypd.api import clusters, operations
+from hypd.api.errors import ERROR_RESPONSES, register_error_handlers
+from hypd.api.models import ErrorBody, OperationAccepted
+from hypd.api.services import ApiServices
+
+TITLE = "hypd"
+DESCRIPTION = (
+    "A serverless control plane for Amazon SageMaker HyperPod on EKS. Every route needs "
+    "AWS_IAM (SigV4) authorization. Long-running actions answer 202 with an operation id."
+)
+
+
+def build_app(services: ApiServices) -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(enable_validation=True)
+    app.include_router(clusters.build_router(services))
+    app.include_router(operations.build_router(services))
+    register_error_handlers(app)
+    return app
+
+
+def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
+    """The OpenAPI document, with the shared schemas every error response refers to."""
+    document: dict[str, Any] = json.loads(
+        app.get_openapi_json_schema(title=TITLE, version=__version__, description=DESCRIPTION)
+    )
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for model in (ErrorBody, OperationAccepted):
+        schemas.setdefault(
+            model.__name__,
+            model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}"),
+        )
+    for path_item in document.get("paths", {}).values():
+        for operation in path_item.values():
+            responses = operation.setdefault("responses", {})
+            # Validation errors are answered with 400 and ErrorBody, never Powertools' 422.
+            responses.pop("422", None)
+            responses.setdefault("500", dict(ERROR_RESPONSES[500]))
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        schemas.pop(unused, None)
+    document["security"] = [{"sigv4": []}]
+    document["components"].setdefault("securitySchemes", {})["sigv4"] = {
+        "type": "apiKey",
+        "name": "Authorization",
+        "in": "header",
+        "x-amazon-apigateway-authtype": "awsSigv4",
+    }
+    return document

@@ -1,0 +1,109 @@
+"""Every error the API returns is `{"code", "message", "details"}`; the mapping lives here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from hypd.errors import (
+    AwsThrottled,
+    ClientRequestError,
+    HypdError,
+    TemporaryError,
+)
+
+logger = Logger(child=True)
+
+ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
+    status: {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
+    for status, description in {
+        400: "Bad input; `message` names the field and `details.errors` lists every problem.",
+        404: "No such resource.",
+        409: "The request conflicts with the current state (e.g. an operation in progress).",
+        500: "hypd failed; the operation record (if any) holds the error.",
+        503: "AWS throttled hypd or was unavailable; retry later.",
+    }.items()
+}
+
+
+def accepted_response(description: str) -> OpenAPIResponse:
+    """The OpenAPI 202 response of a route that starts an operation."""
+    return {
+        "description": description,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/OperationAccepted"}}
+        },
+    }
+
+
+def error_response(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> Response[str]:
+    headers: dict[str, str] = {}
+    if status == 503:
+        headers["Retry-After"] = "5"
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps({"code": code, "message": message, "details": details or {}}),
+        headers=headers,
+    )
+
+
+def _field_name(location: tuple[Any, ...] | list[Any]) -> str:
+    """`("body", "clusterNames", 0)` -> `clusterNames[0]`; `("query", "limit")` -> `limit`."""
+    parts = list(location)
+    source = parts.pop(0) if parts and parts[0] in {"body", "query", "path", "header"} else None
+    name = ""
+    for part in parts:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or (source or "body")
+
+
+def register_error_handlers(app: APIGatewayRestResolver) -> None:
+    @app.exception_handler(RequestValidationError)
+    def validation_failed(exc: RequestValidationError) -> Response[str]:
+        errors = [
+            {
+                "field": "body"
+                if error.get("type") == "json_invalid"
+                else _field_name(error.get("loc", ())),
+                "in": (error.get("loc") or ["body"])[0],
+                "message": error.get("msg", "invalid"),
+            }
+            for error in exc.errors()
+        ]
+        summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return error_response(
+            400, "ValidationError", f"invalid request: {summary}", {"errors": errors}
+        )
+
+    @app.exception_handler(ClientRequestError)
+    def client_error(exc: ClientRequestError) -> Response[str]:
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+
+    @app.exception_handler(TemporaryError)
+    def temporary(exc: TemporaryError) -> Response[str]:
+        logger.warning("temporary failure", error=exc.message, error_type=type(exc).__name__)
+        code = "Throttled" if isinstance(exc, AwsThrottled) else "ServiceUnavailable"
+        return error_response(503, code, exc.message, exc.details)
+
+    @app.exception_handler(HypdError)
+    def permanent(exc: HypdError) -> Response[str]:
+        logger.error("request failed", error=exc.message, error_type=type(exc).__name__)
+        return error_response(500, exc.code, exc.message, exc.details)
+
+    @app.not_found
+    def no_route(exc: RouteNotFound) -> Response[str]:
+        return error_response(
+            404, "NotFound", f"no route {app.current_event.http_method} {app.current_event.path}"
+        )

@@ -1,0 +1,168 @@
+"""The DynamoDB adapter: typed item encoding and the calls the stores need.
+
+Records are stored as a JSON document (`body`) next to the attributes the keys and indexes need,
+so nested models never pass through DynamoDB's number and set types.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
+from hypd.errors import ValidationError
+from hypd.table import IndexKey
+
+
+class ConditionFailed(Exception):
+    """A conditional write's condition was false (the record changed or exists)."""
+
+
+@dataclass(frozen=True)
+class Page:
+    bodies: list[dict[str, Any]]
+    last_key: dict[str, Any] | None
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def encode_item(
+    key: dict[str, str],
+    body: dict[str, Any],
+    *,
+    version: int | None = None,
+    index_keys: list[IndexKey] | None = None,
+    attributes: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    item: dict[str, Any] = {name: _s(value) for name, value in key.items()}
+    item["body"] = _s(json.dumps(body, separators=(",", ":"), sort_keys=True))
+    if version is not None:
+        item["version"] = {"N": str(version)}
+    for index_key in index_keys or []:
+        item[f"{index_key.index}PK"] = _s(index_key.pk)
+        item[f"{index_key.index}SK"] = _s(index_key.sk)
+    for name, value in (attributes or {}).items():
+        item[name] = _s(value)
+    return item
+
+
+def decode_body(item: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(item["body"]["S"])
+    return body
+
+
+class Table:
+    """The calls hypd makes on its table, with ClientError codes translated."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self.name = table_name
+
+    def get(self, key: dict[str, str]) -> dict[str, Any] | None:
+        try:
+            response = self._client.get_item(
+                TableName=self.name,
+                Key={name: _s(value) for name, value in key.items()},
+                ConsistentRead=True,
+            )
+        except (ClientError, *NETWORK_ERRORS) as exc:
+            raise translate(exc, f"reading {key} from table {self.name}") from exc
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def put(
+        self,
+        item: dict[str, Any],
+        condition: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> None:
+        """Write `item`; raise ConditionFailed when `condition` is false."""
+        kwargs: dict[str, Any] = {"TableName": self.name, "Item": item}
+        if condition:
+            kwargs["ConditionExpression"] = condition
+        if values:
+            kwargs["ExpressionAttributeValues"] = values
+        try:
+            self._client.put_item(**kwargs)
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                raise ConditionFailed(str(exc)) from exc
+            raise translate(exc, f"writing to table {self.name}") from exc
+        except NETWORK_ERRORS as exc:
+            raise translate(exc, f"writing to table {self.name}") from exc
+
+    def delete(
+        self,
+        key: dict[str, str],
+        condition: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": {name: _s(value) for name, value in key.items()},
+        }
+        if condition:
+            kwargs["ConditionExpression"] = condition
+        if values:
+            kwargs["ExpressionAttributeValues"] = values
+        try:
+            self._client.delete_item(**kwargs)
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                raise ConditionFailed(str(exc)) from exc
+            raise translate(exc, f"deleting from table {self.name}") from exc
+        except NETWORK_ERRORS as exc:
+            raise translate(exc, f"deleting from table {self.name}") from exc
+
+    def query_page(
+        self,
+        index: str,
+        partition: str,
+        *,
+        limit: int,
+        start_key: dict[str, Any] | None = None,
+        newest_first: bool = True,
+    ) -> Page:
+        """One page of an index partition (Query, never Scan)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.name,
+            "IndexName": index,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": f"{index}PK"},
+            "ExpressionAttributeValues": {":pk": _s(partition)},
+            "ScanIndexForward": not newest_first,
+            "Limit": limit,
+        }
+        if start_key:
+            kwargs["ExclusiveStartKey"] = start_key
+        try:
+            response = self._client.query(**kwargs)
+        except ClientError as exc:
+            if error_code(exc) == "ValidationException" and start_key:
+                raise ValidationError(
+                    "nextToken does not fit this listing", details={"field": "nextToken"}
+                ) from exc
+            raise translate(exc, f"querying {index} of table {self.name}") from exc
+        except NETWORK_ERRORS as exc:
+            raise translate(exc, f"querying {index} of table {self.name}") from exc
+        return Page(
+            bodies=[decode_body(item) for item in response.get("Items", [])],
+            last_key=response.get("LastEvaluatedKey"),
+        )
+
+    def query_all(
+        self, index: str, partition: str, page_size: int = 100
+    ) -> Iterator[dict[str, Any]]:
+        start: dict[str, Any] | None = None
+        while True:
+            page = self.query_page(index, partition, limit=page_size, start_key=start)
+            yield from page.bodies
+            if not page.last_key:
+                return
+            start = page.last_key

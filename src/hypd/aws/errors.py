@@ -1,0 +1,98 @@
+"""One translation from botocore errors to hypd's named errors."""
+
+from __future__ import annotations
+
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
+
+from hypd.errors import (
+    AwsAccessDenied,
+    AwsRequestRejected,
+    AwsResourceNotFound,
+    AwsThrottled,
+    AwsUnavailable,
+    HypdError,
+)
+
+THROTTLING_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "ProvisionedThroughputExceededException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "SlowDown",
+        "TransactionInProgressException",
+    }
+)
+UNAVAILABLE_CODES = frozenset(
+    {
+        "InternalError",
+        "InternalFailure",
+        "InternalServerError",
+        "InternalServerException",
+        "ServerException",
+        "ServiceException",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "RequestTimeout",
+        "RequestTimeoutException",
+    }
+)
+ACCESS_DENIED_CODES = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnauthorizedOperation",
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "ExpiredToken",
+        "ExpiredTokenException",
+    }
+)
+NOT_FOUND_CODES = frozenset({"ResourceNotFound", "ResourceNotFoundException", "NotFoundException"})
+
+NETWORK_ERRORS = (
+    EndpointConnectionError,
+    ConnectTimeoutError,
+    ReadTimeoutError,
+    ConnectionClosedError,
+)
+
+
+def error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "Unknown"))
+
+
+def translate(exc: Exception, action: str) -> HypdError:
+    """The named hypd error for a failed AWS call; `action` says what we were doing.
+
+    The AWS error code is kept in `details.awsErrorCode` and leads the message, so a stage's
+    recorded error shows what AWS said.
+    """
+    if isinstance(exc, NETWORK_ERRORS):
+        return AwsUnavailable(f"{action}: {exc}", details={"awsErrorCode": type(exc).__name__})
+    if not isinstance(exc, ClientError):
+        return AwsUnavailable(f"{action}: {exc}", details={"awsErrorCode": type(exc).__name__})
+    code = error_code(exc)
+    message = str(exc.response.get("Error", {}).get("Message", "")) or str(exc)
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    text = f"{action}: {code}: {message}"
+    details = {"awsErrorCode": code}
+    if code in THROTTLING_CODES:
+        return AwsThrottled(text, details=details)
+    if code in ACCESS_DENIED_CODES:
+        return AwsAccessDenied(text, details=details)
+    if code in NOT_FOUND_CODES:
+        return AwsResourceNotFound(text, details=details)
+    if code in UNAVAILABLE_CODES or status >= 500:
+        return AwsUnavailable(text, details=details)
+    return AwsRequestRejected(text, details=details)

@@ -1,0 +1,1 @@
+"""Clusters: hypd's record of each EKS + HyperPod pair it manages or has imported."""

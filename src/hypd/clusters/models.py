@@ -1,0 +1,75 @@
+"""Cluster records and the AWS facts they summarise."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CLUSTER_TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
+HYPD_TAG_KEY = "hypd:tag"
+"""A resource tag naming the hypd cluster an EKS or HyperPod cluster belongs to."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+
+class EksCluster(_Model):
+    name: str
+    arn: str
+    status: str
+    version: str | None = None
+    endpoint: str | None = None
+    created_at: str | None = Field(default=None, alias="createdAt")
+    authentication_mode: str | None = Field(default=None, alias="authenticationMode")
+    vpc_id: str | None = Field(default=None, alias="vpcId")
+    subnet_ids: list[str] = Field(default_factory=list, alias="subnetIds")
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class InstanceGroupSummary(_Model):
+    name: str
+    instance_type: str | None = Field(default=None, alias="instanceType")
+    current_count: int = Field(default=0, alias="currentCount")
+    target_count: int = Field(default=0, alias="targetCount")
+    status: str | None = None
+
+
+class HyperPodCluster(_Model):
+    name: str
+    arn: str
+    status: str
+    created_at: str | None = Field(default=None, alias="createdAt")
+    eks_cluster_arn: str | None = Field(default=None, alias="eksClusterArn")
+    node_recovery: str | None = Field(default=None, alias="nodeRecovery")
+    node_provisioning_mode: str | None = Field(default=None, alias="nodeProvisioningMode")
+    instance_groups: list[InstanceGroupSummary] = Field(
+        default_factory=list, alias="instanceGroups"
+    )
+    failure_message: str | None = Field(default=None, alias="failureMessage")
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class ClusterSource(StrEnum):
+    DISCOVERED = "discovered"
+    CREATED = "created"
+
+
+class Cluster(_Model):
+    tag: str
+    source: ClusterSource
+    region: str | None = None
+    anchor_arn: str = Field(alias="anchorArn")
+    """The ARN that identifies the pair: the EKS cluster's, or the HyperPod cluster's when its
+    EKS cluster is gone. A record never changes anchor, so a tag never moves to other resources."""
+    eks: EksCluster | None = None
+    hyperpod: HyperPodCluster | None = None
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt")
+    last_seen_at: str | None = Field(default=None, alias="lastSeenAt")
+    last_operation_id: str | None = Field(default=None, alias="lastOperationId")
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude={"anchor_arn"})

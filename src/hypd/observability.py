@@ -1,0 +1,54 @@
+"""Powertools wiring shared by the state-machine functions: logs, metrics and traces.
+
+Structured logs carry the operation id as the correlation id; every task emits one metric
+(`TaskSucceeded` or `TaskFailed`, dimension `task`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hypd.tasks import TaskRouter
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+# The operation id: a task input's `operationId`, or the execution name of a Step Functions
+# status-change event (hypd names every execution after its operation).
+OPERATION_ID_PATH = "operationId || detail.name"
+
+
+def task_handler(
+    router: TaskRouter,
+    route: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Handler:
+    """A Lambda handler that dispatches `{"task": ...}` events to `router`.
+
+    `route` may rewrite events that are not task inputs (an EventBridge event, say) into one.
+    """
+    logger = Logger()
+    tracer = Tracer()
+    metrics = Metrics()
+
+    @logger.inject_lambda_context(correlation_id_path=OPERATION_ID_PATH, clear_state=True)
+    @tracer.capture_lambda_handler(capture_response=False)
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        task_event = route(event) if route else event
+        task = str(task_event.get("task"))
+        metrics.add_dimension(name="task", value=task)
+        logger.append_keys(task=task)
+        try:
+            result = router.dispatch(task_event)
+        except Exception as exc:
+            metrics.add_metric(name="TaskFailed", unit=MetricUnit.Count, value=1)
+            logger.warning("task failed", error_type=type(exc).__name__, error=str(exc))
+            raise
+        metrics.add_metric(name="TaskSucceeded", unit=MetricUnit.Count, value=1)
+        return result
+
+    return cast(Handler, handler)

@@ -1,0 +1,1 @@
+"""Operations: the record of every long-running action hypd takes."""

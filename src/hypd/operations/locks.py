@@ -1,0 +1,73 @@
+"""Operation locks: at most one running operation per scope (a cluster tag, or "discover").
+
+A lock is one item naming its holder. Taking it is a conditional put, so two requests that
+arrive at once cannot both win. A lock whose holder has ended (or was never recorded) is taken
+over, conditionally on that same holder, so a crashed pipeline never blocks a scope for ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hypd import clock
+from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
+from hypd.errors import ConflictError
+from hypd.table import lock_key
+
+
+class LockStore:
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def acquire(self, scope: str, operation_id: str, holder_ended: Callable[[str], bool]) -> None:
+        """Take the lock of `scope` for `operation_id`.
+
+        Raises:
+            ConflictError: another operation that has not ended holds it
+                (`details.operationId` names it).
+        """
+        item = encode_item(
+            lock_key(scope),
+            {"scope": scope, "operationId": operation_id, "acquiredAt": clock.now_iso()},
+            attributes={"operationId": operation_id},
+        )
+        try:
+            # attribute_not_exists(PK): nobody holds this scope.
+            self._table.put(item, condition="attribute_not_exists(PK)")
+            return
+        except ConditionFailed:
+            pass
+        holder = self.holder(scope)
+        if holder is not None and not holder_ended(holder):
+            raise ConflictError(
+                f"operation {holder} is already in progress for {scope}",
+                details={"operationId": holder, "scope": scope},
+            )
+        try:
+            # operationId = :holder: take over only the lock we saw ended, not a newer one.
+            self._table.put(
+                item,
+                condition="attribute_not_exists(PK) OR operationId = :holder",
+                values={":holder": {"S": holder or ""}},
+            )
+        except ConditionFailed as exc:
+            raise ConflictError(
+                f"another operation took the lock for {scope} at the same moment",
+                details={"scope": scope},
+            ) from exc
+
+    def holder(self, scope: str) -> str | None:
+        item = self._table.get(lock_key(scope))
+        return str(decode_body(item)["operationId"]) if item else None
+
+    def release(self, scope: str, operation_id: str) -> None:
+        """Release the lock if `operation_id` still holds it (idempotent)."""
+        try:
+            # operationId = :op: never release a lock another operation has taken over.
+            self._table.delete(
+                lock_key(scope),
+                condition="operationId = :op",
+                values={":op": {"S": operation_id}},
+            )
+        except ConditionFailed:
+            return

@@ -1,0 +1,108 @@
+"""Operation and Stage: the state clients read while a state machine works."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+OPERATION_ID_PATTERN = r"^op-[0-9a-f]{32}$"
+_OPERATION_ID_RE = re.compile(OPERATION_ID_PATTERN)
+
+
+def new_operation_id() -> str:
+    """A fresh operation id; also a valid Step Functions execution name."""
+    return f"op-{uuid.uuid4().hex}"
+
+
+def is_operation_id(value: str) -> bool:
+    return bool(_OPERATION_ID_RE.match(value))
+
+
+class OperationStatus(StrEnum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL_OPERATION
+
+
+_TERMINAL_OPERATION = {OperationStatus.SUCCEEDED, OperationStatus.FAILED, OperationStatus.CANCELLED}
+
+
+class StageStatus(StrEnum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    SKIPPED = "SKIPPED"
+
+    @property
+    def terminal(self) -> bool:
+        return self not in (StageStatus.PENDING, StageStatus.RUNNING)
+
+
+class OperationKind(StrEnum):
+    DISCOVER = "discover"
+
+
+STAGES: dict[OperationKind, tuple[str, ...]] = {
+    OperationKind.DISCOVER: ("eks-clusters", "hyperpod-clusters", "record"),
+}
+"""The ordered stages of each operation kind (the names clients see)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class ErrorInfo(_Model):
+    """An error as recorded on a stage: the AWS or hypd error code and a readable message."""
+
+    code: str
+    message: str
+
+
+class Stage(_Model):
+    name: str
+    status: StageStatus = StageStatus.PENDING
+    started_at: str | None = Field(default=None, alias="startedAt")
+    ended_at: str | None = Field(default=None, alias="endedAt")
+    attempts: int = 0
+    error: ErrorInfo | None = None
+    output: dict[str, Any] | None = None
+
+
+class Operation(_Model):
+    id: str
+    kind: OperationKind
+    cluster_tag: str | None = Field(default=None, alias="clusterTag")
+    status: OperationStatus = OperationStatus.PENDING
+    stages: list[Stage]
+    input: dict[str, Any] = Field(default_factory=dict)
+    output: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
+    execution_arn: str | None = Field(default=None, alias="executionArn")
+    lock_scope: str | None = Field(default=None, alias="lockScope")
+    """The lock this operation holds while it runs (released when it ends)."""
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt")
+    version: int = 1
+
+    def stage(self, name: str) -> Stage:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise KeyError(name)
+
+    def to_api(self) -> dict[str, Any]:
+        """The JSON clients see (camelCase, no internal keys)."""
+        return self.model_dump(mode="json", by_alias=True, exclude={"lock_scope"})

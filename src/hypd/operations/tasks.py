@@ -1,0 +1,107 @@
+"""State-machine tasks that move an operation: begin, succeed, fail, and reconcile an
+execution that ended without recording its outcome (from EventBridge)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hypd.operations import lifecycle
+from hypd.operations.locks import LockStore
+from hypd.operations.models import Operation
+from hypd.operations.store import OperationStore
+from hypd.tasks import TaskInput, TaskRouter
+
+
+class BeginInput(TaskInput):
+    operation_id: str = Field(alias="operationId")
+    execution_arn: str | None = Field(default=None, alias="executionArn")
+
+
+class SucceedInput(TaskInput):
+    operation_id: str = Field(alias="operationId")
+    output: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepFunctionsError(BaseModel):
+    """What a Catch puts at its ResultPath: `{"Error": ..., "Cause": ...}`."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    error: str | None = Field(default=None, alias="Error")
+    cause: str | None = Field(default=None, alias="Cause")
+
+
+class FailInput(TaskInput):
+    operation_id: str = Field(alias="operationId")
+    error: StepFunctionsError
+
+
+class ExecutionEndedInput(TaskInput):
+    operation_id: str = Field(alias="operationId")
+    status: str
+    error: str | None = None
+    cause: str | None = None
+
+
+def execution_event_to_task(event: dict[str, Any]) -> dict[str, Any]:
+    """An EventBridge `Step Functions Execution Status Change` event as an execution-ended task."""
+    if event.get("detail-type") != "Step Functions Execution Status Change":
+        return event
+    detail = event.get("detail") or {}
+    return {
+        "task": "execution-ended",
+        "operationId": detail.get("name"),
+        "status": detail.get("status"),
+        "error": detail.get("error"),
+        "cause": detail.get("cause"),
+    }
+
+
+def build_router(operations: OperationStore, locks: LockStore) -> TaskRouter:
+    router = TaskRouter()
+
+    def release(operation: Operation) -> None:
+        if operation.status.terminal and operation.lock_scope:
+            locks.release(operation.lock_scope, operation.id)
+
+    @router.task("begin", BeginInput)
+    def begin(task: BeginInput) -> dict[str, Any]:
+        operation = operations.update(
+            task.operation_id, lambda op: lifecycle.begin(op, task.execution_arn)
+        )
+        return {"operationId": operation.id, "status": operation.status.value}
+
+    @router.task("succeed", SucceedInput)
+    def succeed(task: SucceedInput) -> dict[str, Any]:
+        operation = operations.update(
+            task.operation_id, lambda op: lifecycle.succeed(op, task.output)
+        )
+        release(operation)
+        return {"operationId": operation.id, "status": operation.status.value}
+
+    @router.task("fail", FailInput)
+    def fail(task: FailInput) -> dict[str, Any]:
+        error = lifecycle.error_from_step_functions(task.error.error, task.error.cause)
+        operation = operations.update(task.operation_id, lambda op: lifecycle.fail(op, error))
+        release(operation)
+        return {
+            "operationId": operation.id,
+            "status": operation.status.value,
+            "error": operation.error.model_dump() if operation.error else None,
+        }
+
+    @router.task("execution-ended", ExecutionEndedInput)
+    def execution_ended(task: ExecutionEndedInput) -> dict[str, Any]:
+        if operations.find(task.operation_id) is None:
+            # An execution hypd did not start under an operation id: nothing to reconcile.
+            return {"operationId": task.operation_id, "status": "UNKNOWN"}
+        operation = operations.update(
+            task.operation_id,
+            lambda op: lifecycle.execution_ended(op, task.status, task.error, task.cause),
+        )
+        release(operation)
+        return {"operationId": operation.id, "status": operation.status.value}
+
+    return router

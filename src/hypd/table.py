@@ -1,0 +1,64 @@
+"""The single-table layout: every key hypd writes is built here (see docs/architecture.md).
+
+The attribute and index names match template.yaml's HypdTable; a test checks they agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PK = "PK"
+SK = "SK"
+INDEXES = ("GSI1", "GSI2", "GSI3", "GSI4")
+
+
+@dataclass(frozen=True)
+class IndexKey:
+    index: str
+    pk: str
+    sk: str
+
+
+def cluster_key(tag: str) -> dict[str, str]:
+    return {PK: f"CLUSTER#{tag}", SK: "CLUSTER"}
+
+
+def cluster_index_keys(tag: str) -> list[IndexKey]:
+    return [IndexKey("GSI1", "CLUSTERS", tag)]
+
+
+CLUSTERS_PARTITION = ("GSI1", "CLUSTERS")
+
+
+def operation_key(operation_id: str) -> dict[str, str]:
+    return {PK: f"OP#{operation_id}", SK: "OP"}
+
+
+def _operation_sort_key(created_at: str, operation_id: str) -> str:
+    return f"{created_at}#{operation_id}"
+
+
+def operation_index_keys(
+    operation_id: str, created_at: str, status: str, cluster_tag: str | None
+) -> list[IndexKey]:
+    sort = _operation_sort_key(created_at, operation_id)
+    keys = [IndexKey("GSI2", f"OPS#S#{status}", sort), IndexKey("GSI4", "OPS", sort)]
+    if cluster_tag is not None:
+        keys.append(IndexKey("GSI1", f"OPS#C#{cluster_tag}", sort))
+        keys.append(IndexKey("GSI3", f"OPS#C#{cluster_tag}#S#{status}", sort))
+    return keys
+
+
+def operations_partition(cluster_tag: str | None, status: str | None) -> tuple[str, str]:
+    """The (index, partition key) that lists operations for this filter, newest first."""
+    if cluster_tag is not None and status is not None:
+        return "GSI3", f"OPS#C#{cluster_tag}#S#{status}"
+    if cluster_tag is not None:
+        return "GSI1", f"OPS#C#{cluster_tag}"
+    if status is not None:
+        return "GSI2", f"OPS#S#{status}"
+    return "GSI4", "OPS"
+
+
+def lock_key(scope: str) -> dict[str, str]:
+    return {PK: f"LOCK#{scope}", SK: "LOCK"}
