@@ -39,7 +39,21 @@ def decode_token(token: str | None, index: str, partition: str) -> dict[str, Any
     if data.get("i") != index or data.get("p") != partition:
         raise _invalid("belongs to a listing with other filters")
     key: dict[str, Any] = data["k"]
+    if not _is_key_of(key, index, partition):
+        raise _invalid("is not a token this API issued")
     return key
+
+
+def _is_key_of(key: dict[str, Any], index: str, partition: str) -> bool:
+    """A LastEvaluatedKey of this index partition: string keys of the table and the index."""
+    allowed = {"PK", "SK", f"{index}PK", f"{index}SK"}
+    if set(key) != allowed:
+        return False
+    if not all(
+        isinstance(v, dict) and list(v) == ["S"] and isinstance(v["S"], str) for v in key.values()
+    ):
+        return False
+    return bool(key[f"{index}PK"] == {"S": partition})
 
 
 def _invalid(why: str) -> ValidationError:

@@ -18,14 +18,15 @@ from hypd.operations import lifecycle
 from hypd.operations.models import OperationKind
 from hypd.operations.starter import start_operation
 
-logger = Logger(child=True)
-metrics = Metrics()
-
 DISCOVER_LOCK = "discover"
 
 
 def build_router(services: ApiServices) -> APIGatewayRouter:
     router = APIGatewayRouter()
+    # Created here, not at import: Powertools binds a logger to the service of the
+    # function that builds it (several functions share one process on the local cloud).
+    logger = Logger(child=True)
+    metrics = Metrics()
 
     @router.post(
         "/clusters/discover",

@@ -18,8 +18,6 @@ from hypd.errors import (
     TemporaryError,
 )
 
-logger = Logger(child=True)
-
 ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
     status: {
         "description": description,
@@ -70,6 +68,10 @@ def _field_name(location: tuple[Any, ...] | list[Any]) -> str:
 
 
 def register_error_handlers(app: APIGatewayRestResolver) -> None:
+    # Created here, not at import: Powertools binds a logger to the service of the
+    # function that builds it (several functions share one process on the local cloud).
+    logger = Logger(child=True)
+
     @app.exception_handler(RequestValidationError)
     def validation_failed(exc: RequestValidationError) -> Response[str]:
         errors = [

@@ -14,11 +14,12 @@ from hypd.api.services import ApiServices
 from hypd.clusters.models import CLUSTER_TAG_PATTERN
 from hypd.operations.models import OPERATION_ID_PATTERN, OperationStatus
 
-logger = Logger(child=True)
-
 
 def build_router(services: ApiServices) -> APIGatewayRouter:
     router = APIGatewayRouter()
+    # Created here, not at import: Powertools binds a logger to the service of the
+    # function that builds it (several functions share one process on the local cloud).
+    logger = Logger(child=True)
 
     @router.get(
         "/operations",

@@ -11,8 +11,6 @@ from hypd import clock
 from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
 from hypd.clusters.models import HyperPodCluster, InstanceGroupSummary
 
-_NOT_FOUND = {"ResourceNotFound", "ValidationException"}
-
 
 def list_cluster_names(client: Any) -> list[str]:
     names: list[str] = []
@@ -29,9 +27,14 @@ def describe_cluster(client: Any, name: str) -> HyperPodCluster | None:
     try:
         cluster = client.describe_cluster(ClusterName=name)
     except ClientError as exc:
-        # SageMaker reports an unknown cluster as ResourceNotFound (older regions:
-        # ValidationException "Cluster ... not found").
-        if error_code(exc) in _NOT_FOUND and "not found" in str(exc).lower():
+        # An unknown cluster is ResourceNotFound; some SageMaker APIs answer a
+        # ValidationException whose message says the resource was not found.
+        code = error_code(exc)
+        message = str(exc).lower()
+        if code == "ResourceNotFound" or (
+            code == "ValidationException"
+            and ("not found" in message or "could not find" in message)
+        ):
             return None
         raise translate(exc, f"describing HyperPod cluster {name}") from exc
     except NETWORK_ERRORS as exc:

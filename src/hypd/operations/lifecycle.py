@@ -77,6 +77,7 @@ def start_stage(operation: Operation, name: str) -> Operation:
     stage.attempts += 1
     stage.started_at = stage.started_at or clock.now_iso()
     stage.ended_at = None
+    stage.error = None  # the error of an earlier attempt no longer describes this one
     return operation
 
 

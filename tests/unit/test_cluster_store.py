@@ -1,0 +1,97 @@
+"""hypd.clusters.store.ClusterStore on moto DynamoDB."""
+
+from __future__ import annotations
+
+import pytest
+
+from hypd.aws.dynamodb import Table
+from hypd.clusters.store import ClusterStore
+from hypd.errors import ConflictError, NotFoundError, ValidationError
+from hypd.pagination import encode_token
+from tests.unit.support import cluster_record, eks, eks_arn, hyperpod, hyperpod_arn
+
+
+@pytest.fixture
+def store(table: Table) -> ClusterStore:
+    return ClusterStore(table)
+
+
+def test_save_then_get_round_trips(store: ClusterStore) -> None:
+    # Given a cluster record with both resources
+    cluster = cluster_record("train", eks_arn("train-eks")).model_copy(
+        update={"eks": eks("train-eks"), "hyperpod": hyperpod("train", eks_name="train-eks")}
+    )
+    # When it is saved and read
+    store.save(cluster)
+    # Then it is the same record
+    assert store.get("train") == cluster
+
+
+def test_get_unknown_cluster_is_not_found(store: ClusterStore) -> None:
+    with pytest.raises(NotFoundError, match="cluster nope does not exist") as raised:
+        store.get("nope")
+    assert raised.value.details == {"tag": "nope"}
+
+
+def test_save_again_for_the_same_resources_updates_the_record(store: ClusterStore) -> None:
+    store.save(cluster_record("train", eks_arn("train-eks"), at="2026-01-01T00:00:00.000Z"))
+    refreshed = cluster_record("train", eks_arn("train-eks"), at="2026-02-01T00:00:00.000Z")
+    store.save(refreshed)
+    assert store.get("train").updated_at == "2026-02-01T00:00:00.000Z"
+
+
+def test_save_of_other_resources_under_an_existing_tag_is_a_conflict(store: ClusterStore) -> None:
+    # Given "train" anchored on EKS cluster train-eks
+    original = cluster_record("train", eks_arn("train-eks"))
+    store.save(original)
+    # When another anchor is saved under the same tag
+    with pytest.raises(ConflictError, match="train is already used by other resources") as raised:
+        store.save(cluster_record("train", hyperpod_arn("train")))
+    # Then the first record is untouched
+    assert raised.value.details == {"tag": "train"}
+    assert store.get("train") == original
+
+
+def test_list_is_by_tag_and_all_returns_every_cluster(store: ClusterStore) -> None:
+    for tag in ["charlie", "alpha", "bravo"]:
+        store.save(cluster_record(tag, eks_arn(tag)))
+    page = store.list()
+    assert [c.tag for c in page.clusters] == ["alpha", "bravo", "charlie"]
+    assert page.next_token is None
+    assert sorted(c.tag for c in store.all()) == ["alpha", "bravo", "charlie"]
+
+
+def test_empty_list(store: ClusterStore) -> None:
+    page = store.list()
+    assert (page.clusters, page.next_token) == ([], None)
+    assert store.all() == []
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 6])
+def test_pagination_yields_every_cluster_once(store: ClusterStore, limit: int) -> None:
+    tags = [f"c{i}" for i in range(5)]
+    for tag in reversed(tags):
+        store.save(cluster_record(tag, eks_arn(tag)))
+    seen: list[str] = []
+    token: str | None = None
+    for _ in range(10):
+        page = store.list(limit=limit, next_token=token)
+        assert len(page.clusters) <= limit
+        seen += [c.tag for c in page.clusters]
+        token = page.next_token
+        if token is None:
+            break
+    assert seen == tags
+
+
+def test_all_reads_past_one_query_page(store: ClusterStore) -> None:
+    # query_all pages 100 at a time
+    for i in range(105):
+        store.save(cluster_record(f"c{i:03d}", eks_arn(f"c{i:03d}")))
+    assert len(store.all()) == 105
+
+
+def test_cluster_list_rejects_an_operations_token(store: ClusterStore) -> None:
+    token = encode_token("GSI4", "OPS", {"PK": {"S": "OP#x"}})
+    with pytest.raises(ValidationError, match="nextToken belongs to a listing with other filters"):
+        store.list(next_token=token)
