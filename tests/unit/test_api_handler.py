@@ -15,9 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_lambda_powertools.logging.exceptions import OrphanedChildLoggerError
 from botocore.awsrequest import AWSResponse
-from botocore.exceptions import ParamValidationError
 
 from hypd.aws.dynamodb import Table
 from hypd.clusters.store import ClusterStore

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from botocore.exceptions import ParamValidationError
 
 from hypd.aws.dynamodb import Table
 from hypd.errors import ConcurrentUpdate, ConflictError, NotFoundError, ValidationError

@@ -17,7 +17,7 @@ from botocore.config import Config
 from hypd import __version__
 
 CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 4},
+    retries={"mode": "standard", "total_max_attempts": 4},
     connect_timeout=5,
     read_timeout=20,
     user_agent_extra=f"hypd/{__version__}",

@@ -1,0 +1,364 @@
+"""Import time of every function's handler module, in a fresh interpreter.
+
+For each AWS::Serverless::Function in template.yaml this starts a new interpreter that imports the
+handler module (`python -c "import app"` in the function's directory, with the function's
+environment from the template and Lambda's own variables), N times, and prints the median, min and
+max wall time next to the bare interpreter's (`python -c pass`). "minus baseline" is the cost of
+the imports themselves.
+
+This measures imports on this machine, not Lambda's init phase: Lambda adds its runtime
+bootstrap and a slower, throttled CPU at small memory sizes. By default it uses the dev venv's
+interpreter and the source tree (hypd installed in editable mode). With --build-dir it imports the
+`sam build` artefacts instead, the way Lambda does: a python3.12 in isolated mode with only the
+function's directory and its layers' python/ directories on sys.path, and no byte-code cache for
+them (Lambda cannot write __pycache__ under /var/task or /opt, so it compiles them at every cold
+start).
+
+    .venv/bin/python bench/cold_start.py            # or: ./dev bench
+    .venv/bin/python bench/cold_start.py --runs 15 --top 15
+    .venv/bin/python bench/cold_start.py --function ApiFunction --top 30 --sort self
+    .venv/bin/python bench/cold_start.py --build-dir .aws-sam/build --python python3.12
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "template.yaml"
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+
+IMPORTTIME_LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)\s*$")
+
+
+@dataclass(frozen=True)
+class Function:
+    logical_id: str
+    code_dir: Path
+    module: str
+    environment: dict[str, str]
+    layers: tuple[str, ...]  # logical ids of the template's own layers
+
+    def in_build(self, build_dir: Path) -> Function:
+        """The same function, read from `sam build` output."""
+        return Function(
+            self.logical_id, build_dir / self.logical_id, self.module, self.environment, self.layers
+        )
+
+
+@dataclass(frozen=True)
+class Timing:
+    label: str
+    samples_ms: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples_ms)
+
+
+# ------------------------------------------------------------------------------ the template
+
+
+def load_template() -> dict[str, Any]:
+    from cfnlint.decode import decode  # the dev venv's decoder reads the intrinsic tags
+
+    template, matches = decode(str(TEMPLATE))
+    if matches or template is None:
+        sys.exit(f"{TEMPLATE} does not parse: {matches}")
+    return dict(template)
+
+
+def dummy(value: Any, template: Mapping[str, Any]) -> str:
+    """A stand-in for a value only CloudFormation can resolve (the handler reads it at import)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Ref":
+            parameter = template.get("Parameters", {}).get(arg)
+            if parameter is not None:
+                return str(parameter.get("Default", f"dummy-{arg}"))
+            resource_type = template.get("Resources", {}).get(arg, {}).get("Type", "")
+            if resource_type.endswith("StateMachine"):
+                return f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{arg}"
+            return f"hypd-bench-{arg}"
+        if key == "Fn::GetAtt":
+            target = arg if isinstance(arg, str) else ".".join(map(str, arg))
+            return f"arn:aws:dummy:{REGION}:{ACCOUNT}:{target}"
+    return "dummy"
+
+
+def functions(template: Mapping[str, Any]) -> list[Function]:
+    global_function = template.get("Globals", {}).get("Function", {})
+    global_env = global_function.get("Environment", {}).get("Variables", {})
+    found = []
+    for logical_id, resource in template.get("Resources", {}).items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        props = resource.get("Properties", {})
+        handler = str(props.get("Handler", global_function.get("Handler")))
+        variables = {**global_env, **props.get("Environment", {}).get("Variables", {})}
+        layers = [*global_function.get("Layers", []), *props.get("Layers", [])]
+        env = {name: dummy(value, template) for name, value in variables.items()}
+        env.update(
+            {
+                "AWS_LAMBDA_FUNCTION_NAME": logical_id,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(
+                    props.get("MemorySize", global_function.get("MemorySize", 128))
+                ),
+                "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+            }
+        )
+        found.append(
+            Function(
+                logical_id=logical_id,
+                code_dir=ROOT / str(props.get("CodeUri", global_function.get("CodeUri"))),
+                module=handler.rsplit(".", 1)[0],
+                environment=env,
+                layers=tuple(
+                    str(layer["Ref"])
+                    for layer in layers
+                    if isinstance(layer, Mapping) and "Ref" in layer
+                ),
+            )
+        )
+    return sorted(found, key=lambda f: f.logical_id)
+
+
+# ---------------------------------------------------------------------------- measurement
+
+
+def base_environment(pycache: Path, bytecode: str) -> dict[str, str]:
+    """The caller's environment without PYTHON* settings, plus a region and fake credentials (so
+    nothing reaches for real ones) and a private byte-code cache."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(
+        {
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "PYTHONPYCACHEPREFIX": str(pycache),
+        }
+    )
+    if bytecode == "none":
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How an interpreter is started: from the source tree, or on `sam build` artefacts."""
+
+    python: str
+    build_dir: Path | None = None
+
+    def flags(self) -> list[str]:
+        # -I: no PYTHON* variables, user site or cwd on sys.path (Lambda's bootstrap is
+        # isolated too); -B: never write byte code into the artefacts.
+        return ["-I", "-B"] if self.build_dir else []
+
+    def function(self, fn: Function) -> Function:
+        return fn.in_build(self.build_dir) if self.build_dir else fn
+
+    def import_code(self, fn: Function) -> str:
+        if self.build_dir is None:
+            return f"import {fn.module}"  # cwd (the function's directory) is sys.path[0]
+        paths = [str(self.build_dir / fn.logical_id)]
+        paths += [str(self.build_dir / layer / "python") for layer in fn.layers]
+        return f"import sys; sys.path[:0] = {paths!r}; import {fn.module}"
+
+    def command(self, code: str, *extra_flags: str) -> list[str]:
+        return [self.python, *self.flags(), *extra_flags, "-c", code]
+
+
+class ImportFailed(Exception):
+    pass
+
+
+def run_once(command: list[str], cwd: Path, env: Mapping[str, str]) -> float:
+    start = time.perf_counter()
+    result = subprocess.run(
+        command, cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
+    )
+    elapsed = (time.perf_counter() - start) * 1000
+    if result.returncode != 0:
+        raise ImportFailed(result.stderr.strip()[-3000:])
+    return elapsed
+
+
+def importtime(mode: Mode, fn: Function, env: Mapping[str, str]) -> list[tuple[int, int, str]]:
+    """(self us, cumulative us, indented module) of every import, from `python -X importtime`."""
+    fn = mode.function(fn)
+    result = subprocess.run(
+        mode.command(mode.import_code(fn), "-X", "importtime"),
+        cwd=fn.code_dir,
+        env={**env, **fn.environment},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise ImportFailed(result.stderr.strip()[-3000:])
+    rows = []
+    for line in result.stderr.splitlines():
+        match = IMPORTTIME_LINE.match(line)
+        if match:
+            self_us, cumulative_us, indent, module = match.groups()
+            rows.append((int(self_us), int(cumulative_us), " " * (len(indent) - 1) + module))
+    return rows
+
+
+def measure(
+    mode: Mode, selected: list[Function], env: Mapping[str, str], runs: int
+) -> tuple[Timing, list[Timing], dict[str, str]]:
+    baseline: list[float] = []
+    samples: dict[str, list[float]] = {fn.logical_id: [] for fn in selected}
+    failures: dict[str, str] = {}
+    # One warm-up round fills the private byte-code cache (cached mode) and the OS page cache;
+    # then rounds interleave the functions so that drift hits them all alike.
+    for round_number in range(runs + 1):
+        counted = round_number > 0
+        ms = run_once(mode.command("pass"), ROOT, env)
+        if counted:
+            baseline.append(ms)
+        for fn in map(mode.function, selected):
+            if fn.logical_id in failures:
+                continue
+            try:
+                ms = run_once(
+                    mode.command(mode.import_code(fn)), fn.code_dir, {**env, **fn.environment}
+                )
+            except ImportFailed as failure:
+                failures[fn.logical_id] = str(failure)
+                continue
+            if counted:
+                samples[fn.logical_id].append(ms)
+    timings = [Timing(fn.logical_id, samples[fn.logical_id]) for fn in selected]
+    return Timing("python -c pass (baseline)", baseline), timings, failures
+
+
+# -------------------------------------------------------------------------------- output
+
+
+def print_table(baseline: Timing, timings: list[Timing], failures: Mapping[str, str]) -> None:
+    width = max(len(t.label) for t in [baseline, *timings])
+    header = (
+        f"{'function':<{width}}  {'median ms':>9}  {'min':>7}  {'max':>7}  {'minus baseline':>14}"
+    )
+    print(header)
+    print("-" * len(header))
+    for timing in [baseline, *timings]:
+        if timing.label in failures:
+            print(f"{timing.label:<{width}}  import failed (below)")
+            continue
+        extra = "-" if timing is baseline else f"{timing.median - baseline.median:.1f}"
+        print(
+            f"{timing.label:<{width}}  {timing.median:>9.1f}  {min(timing.samples_ms):>7.1f}  "
+            f"{max(timing.samples_ms):>7.1f}  {extra:>14}"
+        )
+
+
+def print_top(mode: Mode, fn: Function, env: Mapping[str, str], top: int, sort: str) -> None:
+    rows = importtime(mode, fn, env)
+    key = 0 if sort == "self" else 1
+    heaviest = sorted(rows, key=lambda row: row[key], reverse=True)[:top]
+    total = max((row[1] for row in rows), default=0)
+    print(
+        f"\n{fn.logical_id}: {len(rows)} modules imported, heaviest {len(heaviest)} by {sort} time"
+    )
+    print(f"  {'cumul ms':>8}  {'self ms':>7}  module (indent = nesting)")
+    for self_us, cumulative_us, module in heaviest:
+        print(f"  {cumulative_us / 1000:>8.1f}  {self_us / 1000:>7.1f}  {module}")
+    print(f"  (largest cumulative: {total / 1000:.1f} ms; one run, -X importtime adds overhead)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("-n", "--runs", type=int, default=7, help="timed runs per function (7)")
+    parser.add_argument(
+        "--top", type=int, default=0, metavar="N", help="show the N heaviest imports per function"
+    )
+    parser.add_argument(
+        "--sort",
+        choices=["cumulative", "self"],
+        default="cumulative",
+        help="order of --top: cumulative (with children) or self time",
+    )
+    parser.add_argument(
+        "--bytecode",
+        choices=["cached", "none"],
+        default="cached",
+        help="cached: .pyc files exist (warm-up run writes them); none: every module is "
+        "compiled from source on each run, as Lambda does for layer code it cannot cache",
+    )
+    parser.add_argument(
+        "--function", action="append", metavar="LOGICAL_ID", help="only these (repeatable)"
+    )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter to measure (default: this one; it must have the project installed, "
+        "or be a python3.12 with --build-dir)",
+    )
+    parser.add_argument(
+        "--build-dir",
+        type=Path,
+        metavar="DIR",
+        help="import the `sam build` artefacts in DIR (e.g. .aws-sam/build) instead of the "
+        "source tree; --bytecode does not apply (the artefacts carry no byte code)",
+    )
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if args.build_dir is not None and not (args.build_dir / "template.yaml").is_file():
+        parser.error(f"{args.build_dir} is not a `sam build` output directory")
+    mode = Mode(args.python, args.build_dir.resolve() if args.build_dir else None)
+
+    selected = functions(load_template())
+    if args.function:
+        unknown = set(args.function) - {fn.logical_id for fn in selected}
+        if unknown:
+            parser.error(f"no such function(s): {', '.join(sorted(unknown))}")
+        selected = [fn for fn in selected if fn.logical_id in args.function]
+
+    version = subprocess.run(
+        [args.python, "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if mode.build_dir and not version.startswith("3.12."):
+        print(f"warning: the artefacts target python3.12; measuring with {version}\n")
+    source = f"artefacts in {mode.build_dir}" if mode.build_dir else f"bytecode {args.bytecode}"
+    with tempfile.TemporaryDirectory(prefix="hypd-bench-pycache-") as pycache:
+        env = base_environment(Path(pycache), args.bytecode)
+        print(
+            f"Handler import time in a fresh interpreter: {args.runs} runs, "
+            f"{source}, python {version} ({args.python})\n"
+        )
+        baseline, timings, failures = measure(mode, selected, env, args.runs)
+        print_table(baseline, timings, failures)
+        for fn in selected:
+            if args.top > 0 and fn.logical_id not in failures:
+                print_top(mode, fn, env, args.top, args.sort)
+    for logical_id, error in failures.items():
+        print(f"\n{logical_id}: import failed:\n{error}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

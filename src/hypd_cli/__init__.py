@@ -1,0 +1,1 @@
+"""The ``hypd`` command line: ``hypd local up``, ``hypd local demo``, ``hypd clusters ...``."""

@@ -1,0 +1,160 @@
+"""``hypd local ...``: run hypd on this machine, with no AWS account.
+
+``hypd local up`` is defined here. Other ``hypd local`` subcommands live in their own modules,
+listed in `LOCAL_COMMAND_MODULES`, each with an ``add_parser(local_subparsers)`` function that
+sets ``func`` (or ``handler``), a function ``(argparse.Namespace) -> int``, as a default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+# Modules that add subcommands to "hypd local" (imported only when present).
+LOCAL_COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.demo",)
+
+
+def register(subparsers: Any) -> None:
+    local = subparsers.add_parser(
+        "local", help="run hypd locally (local cloud: moto, in-process Lambda, virtual clock)"
+    )
+    local_subparsers = local.add_subparsers(dest="local_command", metavar="COMMAND")
+    _register_up(local_subparsers)
+    for name in LOCAL_COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.add_parser(local_subparsers)
+
+
+def _register_up(local_subparsers: Any) -> None:
+    up = local_subparsers.add_parser(
+        "up",
+        help="start the local cloud and serve the REST API until Ctrl+C",
+        description="Start the local cloud on template.yaml and serve the REST API on "
+        "127.0.0.1 until SIGINT or SIGTERM.",
+    )
+    up.add_argument("--port", type=int, default=8080,
+                    help="port of the REST API (default 8080; 0 picks a free port)")
+    up.add_argument("--aws-port", type=int, default=0,
+                    help="port of the AWS endpoint (moto; default: a free port)")
+    up.add_argument("--region", default="us-west-2", help="AWS Region (default us-west-2)")
+    up.add_argument("--template", type=Path, default=None,
+                    help="SAM template (default: ./template.yaml, else the project's)")
+    up.add_argument("--stack-name", default="hypd", help="stack name used in resource names")
+    up.add_argument("--parameter", action="append", default=[], metavar="KEY=VALUE",
+                    help="template parameter override (repeatable)")
+    up.add_argument("--seed", action="append", default=[], metavar="NAME",
+                    help="create an EKS cluster and a linked HyperPod cluster NAME (repeatable)")
+    up.add_argument("--seed-default", action="store_true",
+                    help="create the default clusters: two HyperPod clusters on EKS and one EKS "
+                    "cluster alone")
+    up.add_argument("--log-level", default="WARNING",
+                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level")
+    up.set_defaults(handler=run_up)
+
+
+def default_template(cwd: Path | None = None) -> Path:
+    """./template.yaml if there is one, else the project's own template."""
+    from hypd_local.template import find_template
+
+    return find_template(cwd)
+
+
+def run_up(
+    args: argparse.Namespace,
+    *,
+    stop: threading.Event | None = None,
+    on_ready: Callable[[Any], None] | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """Run the local cloud until ``stop`` is set (SIGINT/SIGTERM set it from the main thread)."""
+    from hypd_local import LocalCloud, TemplateError
+    from hypd_local.seed import seed_clusters
+
+    out = out or sys.stdout
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    template = (args.template or default_template()).resolve()
+    try:
+        parameters = dict(_parameter(item) for item in args.parameter)
+    except ValueError as exc:
+        print(f"hypd local up: {exc}", file=sys.stderr)
+        return 2
+    stop = stop or threading.Event()
+    restore = _on_signals(stop)
+    try:
+        with LocalCloud(template, region=args.region, api_port=args.port, aws_port=args.aws_port,
+                        stack_name=args.stack_name, parameters=parameters) as cloud:
+            seeded = []
+            if args.seed_default:
+                seeded.extend(seed_clusters(cloud))
+            if args.seed:
+                seeded.extend(seed_clusters(cloud, args.seed))
+            _print_banner(cloud, template, [s.name for s in seeded], out)
+            if on_ready is not None:
+                on_ready(cloud)
+            stop.wait()
+            print("\nStopping the local cloud...", file=out, flush=True)
+    except (TemplateError, OSError) as exc:
+        print(f"hypd local up: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        restore()
+    print("Stopped.", file=out, flush=True)
+    return 0
+
+
+def _parameter(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise ValueError(f"--parameter expects KEY=VALUE, got {item!r}")
+    return key, value
+
+
+def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO) -> None:
+    lines = [
+        f"hypd local cloud is running ({template})",
+        f"  REST API       {cloud.api_url}",
+        f"  AWS endpoint   {cloud.aws_endpoint}",
+        f"  virtual clock  {cloud.local_url}/_local/clock  (POST {{\"advanceSeconds\": N}})",
+    ]
+    if seeds:
+        lines.append(f"  seeded         {', '.join(seeds)}")
+    lines.append("")
+    lines.append("Use it from another shell:")
+    lines.extend(
+        f"  export {key}={shlex.quote(value)}" for key, value in cloud.environment().items()
+    )
+    lines.append("")
+    lines.append("Press Ctrl+C to stop.")
+    print("\n".join(lines), file=out, flush=True)
+
+
+def _on_signals(stop: threading.Event) -> Callable[[], None]:
+    """Let SIGINT/SIGTERM set ``stop`` (only possible from the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore

@@ -1,0 +1,554 @@
+"""`LocalCloud`: the whole application running in one process, with no AWS account.
+
+    with LocalCloud("template.yaml") as cloud:
+        requests.post(f"{cloud.api_url}/clusters/discover")   # the real API handler
+        cloud.wait_for_executions(timeout=30)                   # the real ASL, real tasks
+        cloud.client("dynamodb").scan(TableName=cloud.resources["HypdTable"])
+
+See docs/local-cloud.md for how it works and the rules handlers follow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import boto3
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from hypd_local import patches
+from hypd_local.activity import Activity
+from hypd_local.apifront import ApiFront
+from hypd_local.asyncinvoke import AsyncFailure, AsyncInvoker
+from hypd_local.clock import VirtualClock
+from hypd_local.eventbus import (
+    EXECUTION_STATUS_CHANGE,
+    DeliveryFailure,
+    EventDelivery,
+    execution_status_detail,
+)
+from hypd_local.lambdas import Invocation, LambdaRuntime
+from hypd_local.provision import provision
+from hypd_local.template import DEFAULT_ACCOUNT_ID, Stack
+
+LOG = logging.getLogger(__name__)
+
+ACCESS_KEY_ID = "testing"
+SECRET_ACCESS_KEY = "testing"  # noqa: S105 - moto's fake credentials, not a secret
+
+# The moto port of the last cloud in this process: reused when free, so boto3 clients that a
+# module created at import time (e.g. in the layer package) still reach the next cloud.
+_last_aws_port: int | None = None
+
+# How often the servers' loops check for shutdown (seconds): bounds the time stop() takes.
+_POLL_INTERVAL = 0.02
+
+
+class FunctionError(Exception):
+    """The function failed without its handler raising: import error, unserialisable result."""
+
+    def __init__(self, invocation: Invocation) -> None:
+        body = invocation.result
+        super().__init__(f"{body.get('errorType')}: {body.get('errorMessage')}")
+        self.invocation = invocation
+        self.error_type = str(body.get("errorType"))
+
+
+class LocalCloud:
+    """moto on loopback + the template's resources + in-process Lambda + a REST API front.
+
+    Args:
+        template_path: the SAM template to run.
+        region: the Region every client and ARN uses.
+        api_port: port of the REST API front (0 picks a free one).
+        aws_port: port of the moto server (0 picks one, reusing the previous cloud's if free).
+        stack_name: used in physical names (``<stack>-<LogicalId>``).
+        parameters: template parameter overrides.
+        clock: the virtual clock (default: a ticking clock starting now).
+        api: logical id of the AWS::Serverless::Api to serve (default: the first one).
+    """
+
+    def __init__(
+        self,
+        template_path: str | os.PathLike[str],
+        region: str = "us-west-2",
+        api_port: int = 0,
+        aws_port: int = 0,
+        *,
+        stack_name: str = "hypd",
+        parameters: Mapping[str, Any] | None = None,
+        clock: VirtualClock | None = None,
+        api: str | None = None,
+    ) -> None:
+        self.template_path = Path(template_path).resolve()
+        self.region = region
+        self.account_id = DEFAULT_ACCOUNT_ID
+        self.stack_name = stack_name
+        self._parameters = dict(parameters or {})
+        self._api_port = api_port
+        self._aws_port = aws_port
+        self._api_logical_id = api
+        self.clock = clock or VirtualClock()
+        self.activity = Activity()
+
+        self._started = False
+        self._stopping = False
+        self._moto: BaseWSGIServer | None = None
+        self._moto_thread: threading.Thread | None = None
+        self._front: ApiFront | None = None
+        self._stack: Stack | None = None
+        self._lambdas: LambdaRuntime | None = None
+        self._delivery: EventDelivery | None = None
+        self._invoker: AsyncInvoker | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._saved_env: dict[str, str | None] = {}
+        self._clients: dict[str, Any] = {}
+        self._session: boto3.session.Session | None = None
+        self._clients_lock = threading.Lock()
+        self._executions: dict[str, Any] = {}
+        self._executions_cond = threading.Condition()
+        self._hypd_clock: Any = None
+
+    # ------------------------------------------------------------------ life cycle
+    def __enter__(self) -> LocalCloud:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> LocalCloud:
+        """Start moto, create the stack's resources and serve the REST API."""
+        if self._started:
+            raise RuntimeError("this LocalCloud is already started")
+        patches.install()
+        if patches.active() is not None:
+            raise RuntimeError("another LocalCloud is running in this process; stop it first")
+        self._started = True
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        global _last_aws_port
+        _reset_moto()
+        self._start_moto()
+        _last_aws_port = self.aws_port
+        self._set_environment()
+        self._stack = Stack(
+            self.template_path,
+            region=self.region,
+            account_id=self.account_id,
+            stack_name=self.stack_name,
+            parameters=self._parameters,
+            aws_endpoint=self.aws_endpoint,
+        )
+        self._lambdas = LambdaRuntime(self._stack.functions)
+        self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="local-cloud")
+        self._invoker = AsyncInvoker(lambdas=self._lambdas, clock=self.clock, client=self.client)
+        self._delivery = EventDelivery(
+            lambdas=self._lambdas,
+            invoker=self._invoker,
+            activity=self.activity,
+            executor=self._executor,
+            client=self.client,
+            account_id=self.account_id,
+            region=self.region,
+        )
+        patches.activate(self)
+        self._use_virtual_time_in_domain()
+        provision(self._stack, self.client)
+        api = self._choose_api()
+        if api is not None:
+            self._front = ApiFront(
+                api,
+                lambdas=self._lambdas,
+                clock=self.clock,
+                account_id=self.account_id,
+                region=self.region,
+                port=self._api_port,
+            )
+            self._front.start()
+        LOG.info("local cloud up: API %s, AWS %s", self.api_url if api else "-", self.aws_endpoint)
+
+    def stop(self) -> None:
+        """Stop everything this cloud started; safe to call more than once."""
+        if not self._started:
+            return
+        self._stopping = True
+        if self._front is not None:
+            self._front.stop()
+            self._front = None
+        self._abort_running_executions()
+        try:
+            self.activity.wait_idle(timeout=10)
+        except TimeoutError as exc:
+            LOG.warning("stopping with background work left: %s", exc)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+        patches.deactivate(self)
+        self._restore_domain_time()
+        if self._lambdas is not None:
+            self._lambdas.close()
+        self._clients.clear()
+        self._session = None
+        self._stop_moto()
+        _reset_moto()
+        self._restore_environment()
+        self._started = False
+        self._stopping = False
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def aws_port(self) -> int:
+        if self._moto is None:
+            raise RuntimeError("the local cloud is not started")
+        return int(self._moto.server_port)
+
+    @property
+    def aws_endpoint(self) -> str:
+        """URL of the moto server (what AWS_ENDPOINT_URL is set to)."""
+        return f"http://127.0.0.1:{self.aws_port}"
+
+    @property
+    def api_url(self) -> str:
+        """Base URL of the REST API, stage included (e.g. ``http://127.0.0.1:PORT/v1``)."""
+        if self._front is None:
+            raise RuntimeError("no REST API is being served (none in the template, or stopped)")
+        return self._front.url
+
+    @property
+    def local_url(self) -> str:
+        """Base URL of the ``/_local`` endpoints (the API front's host, without the stage)."""
+        if self._front is None:
+            raise RuntimeError("no REST API is being served")
+        return self._front.base_url
+
+    @property
+    def stack(self) -> Stack:
+        if self._stack is None:
+            raise RuntimeError("the local cloud is not started")
+        return self._stack
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        """Logical id -> physical id, as ``Ref`` gives it (table name, state machine ARN,
+        function name, queue URL, ...). Resources implied by SAM (roles, event rules, their
+        queues) are included under SAM's logical ids."""
+        return self.stack.refs()
+
+    @property
+    def lambdas(self) -> LambdaRuntime:
+        if self._lambdas is None:
+            raise RuntimeError("the local cloud is not started")
+        return self._lambdas
+
+    @property
+    def delivery(self) -> EventDelivery:
+        if self._delivery is None:
+            raise RuntimeError("the local cloud is not started")
+        return self._delivery
+
+    @property
+    def delivery_failures(self) -> list[DeliveryFailure]:
+        """EventBridge deliveries to Lambda/Step Functions targets that failed, in order."""
+        return self.delivery.failures
+
+    @property
+    def async_failures(self) -> list[AsyncFailure]:
+        """Asynchronous invocations (EventBridge targets, InvocationType=Event) whose handler
+        still failed after Lambda's retries, in order."""
+        if self._invoker is None:
+            raise RuntimeError("the local cloud is not started")
+        return self._invoker.failures
+
+    def environment(self) -> dict[str, str]:
+        """The variables a shell needs to use this cloud with the AWS CLI or boto3."""
+        env = {
+            "AWS_ENDPOINT_URL": self.aws_endpoint,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
+            "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+        }
+        if self._front is not None:
+            env["HYPD_API_URL"] = self.api_url
+        return env
+
+    def boto3_session(self) -> boto3.session.Session:
+        """A boto3 session with the local credentials and Region (endpoint from the environment)."""
+        return boto3.session.Session(
+            aws_access_key_id=ACCESS_KEY_ID,
+            aws_secret_access_key=SECRET_ACCESS_KEY,
+            region_name=self.region,
+        )
+
+    def client(self, service: str) -> Any:
+        """A (cached, thread-safe) boto3 client for ``service`` pointed at the moto server."""
+        with self._clients_lock:
+            client = self._clients.get(service)
+            if client is None:
+                # One session for every client: its loaded service models are shared.
+                if self._session is None:
+                    self._session = self.boto3_session()
+                client = self._session.client(service, endpoint_url=self.aws_endpoint)
+                self._clients[service] = client
+            return client
+
+    def invoke(self, function_logical_id: str, event: Any) -> Any:
+        """Invoke a function in-process and return its result.
+
+        Raises the handler's own exception when it raised one, else `FunctionError` (import
+        failure, unserialisable result).
+        """
+        result = self.lambdas.invoke(function_logical_id, event)
+        if result.error:
+            if result.exception is not None:
+                raise result.exception
+            raise FunctionError(result) from result.failure
+        return result.result
+
+    def invoke_raw(self, function_logical_id: str, event: Any) -> Invocation:
+        """Invoke a function in-process; the `Invocation` says whether it failed."""
+        return self.lambdas.invoke(function_logical_id, event)
+
+    def emit_event(
+        self, source: str, detail_type: str, detail: Mapping[str, Any],
+        resources: list[str] | None = None, event_bus: str = "default",
+    ) -> None:
+        """Put an event on a bus as an AWS service would (e.g. a HyperPod state change)."""
+        self.delivery.put_event(source=source, detail_type=detail_type, detail=detail,
+                                resources=resources, event_bus=event_bus)
+
+    def wait_for_executions(self, timeout: float = 30.0) -> None:
+        """Block until no execution, event delivery or async invocation is running.
+
+        Raises `hypd_local.activity.IdleTimeout` (a TimeoutError) listing what still runs.
+        """
+        self.activity.wait_idle(timeout)
+
+    def wait_for_execution(self, execution_arn: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Block until one execution has ended; returns its DescribeExecution output."""
+        with self._executions_cond:
+            finished = self._executions_cond.wait_for(
+                lambda: execution_arn not in self._executions, timeout=timeout
+            )
+        if not finished:
+            raise TimeoutError(f"execution {execution_arn} still running after {timeout} s")
+        result: dict[str, Any] = self.client("stepfunctions").describe_execution(
+            executionArn=execution_arn
+        )
+        return result
+
+    def running_executions(self) -> list[str]:
+        with self._executions_cond:
+            return sorted(self._executions)
+
+    # ------------------------------------------------------------------ engine (for patches)
+    def invoke_async(self, function_name: str, event: Any) -> None:
+        """InvocationType=Event: Lambda's asynchronous invocation on a worker thread."""
+        executor, invoker = self._executor, self._invoker
+        if executor is None or invoker is None:
+            return
+        function = self.lambdas.find(function_name)
+        token = self.activity.begin("invoke", function_name)
+
+        def run() -> None:
+            try:
+                invoker.run(function, event)
+            except Exception:
+                LOG.exception("asynchronous invocation of %s failed", function_name)
+            finally:
+                self.activity.end("invoke", token)
+
+        try:
+            executor.submit(run)
+        except RuntimeError:
+            self.activity.end("invoke", token)
+
+    def execution_started(self, execution: Any) -> None:
+        if execution is None:
+            return
+        with self._executions_cond:
+            self._executions[execution.exec_arn] = execution
+        self._emit_status(execution)
+
+    def execution_ended(self, execution: Any) -> None:
+        self._emit_status(execution)
+        with self._executions_cond:
+            self._executions.pop(execution.exec_arn, None)
+            self._executions_cond.notify_all()
+
+    def execution_crashed(self, execution: Any, error: BaseException) -> None:
+        if execution is None:
+            return
+        from moto.stepfunctions.parser.api import ExecutionStatus
+
+        if execution.exec_status == ExecutionStatus.RUNNING:
+            execution.exec_status = ExecutionStatus.FAILED
+            execution.error = "States.Runtime"
+            execution.cause = f"{type(error).__name__}({error})"
+            execution.stop_date = self.clock.now()
+            self.execution_ended(execution)
+
+    def _emit_status(self, execution: Any) -> None:
+        if self._stopping or self._delivery is None:
+            return
+        if "EXPRESS" in str(getattr(execution, "sm_type", "") or "").upper():
+            return  # AWS emits status-change events for Standard workflows only
+        try:
+            self._delivery.put_event(
+                source="aws.states",
+                detail_type=EXECUTION_STATUS_CHANGE,
+                detail=execution_status_detail(execution),
+                resources=[execution.exec_arn],
+            )
+        except Exception:
+            LOG.exception("cannot emit the status event of %s", execution.exec_arn)
+
+    # ------------------------------------------------------------------ internals
+    def _start_moto(self) -> None:
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+        # moto's ThreadedMotoServer binds inside its thread and hangs if the port is taken;
+        # binding here makes a bad port an immediate error.
+        app = DomainDispatcherApplication(create_backend_app)
+        if self._aws_port:
+            ports = [self._aws_port]
+        else:
+            ports = [p for p in (_last_aws_port, 0) if p is not None]
+        server = None
+        for index, port in enumerate(ports):
+            try:
+                server = make_server("127.0.0.1", port, app, threaded=True,
+                                     request_handler=_quiet_moto_handler())
+                break
+            except OSError:
+                if index == len(ports) - 1:
+                    raise
+        assert server is not None
+        self._moto = server
+        self._moto_thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": _POLL_INTERVAL},
+            name="moto-server", daemon=True,
+        )
+        self._moto_thread.start()
+
+    def _stop_moto(self) -> None:
+        if self._moto is not None:
+            self._moto.shutdown()
+            self._moto.server_close()
+            if self._moto_thread is not None:
+                self._moto_thread.join()
+            self._moto = None
+            self._moto_thread = None
+
+    def _set_environment(self) -> None:
+        values: dict[str, str | None] = {
+            "AWS_ENDPOINT_URL": self.aws_endpoint,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
+            "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
+            "AWS_SESSION_TOKEN": None,
+            "AWS_SECURITY_TOKEN": None,
+            "AWS_PROFILE": None,
+            "AWS_DEFAULT_PROFILE": None,
+            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": None,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+            # moto's Step Functions interpreter builds its clients against localhost:MOTO_PORT.
+            "MOTO_PORT": str(self.aws_port),
+            "POWERTOOLS_TRACE_DISABLED": "true",
+        }
+        # A service-specific endpoint would bypass the moto server.
+        for key in os.environ:
+            if key.startswith("AWS_ENDPOINT_URL_"):
+                values[key] = None
+        for key, value in values.items():
+            self._saved_env[key] = os.environ.get(key)
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+    def _restore_environment(self) -> None:
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env.clear()
+
+    def _use_virtual_time_in_domain(self) -> None:
+        try:
+            module = importlib.import_module("hypd.clock")
+        except ImportError:
+            return
+        set_source = getattr(module, "set_source", None)
+        if callable(set_source):
+            set_source(self.clock.now)
+            self._hypd_clock = set_source
+
+    def _restore_domain_time(self) -> None:
+        if self._hypd_clock is not None:
+            self._hypd_clock(None)
+            self._hypd_clock = None
+
+    def _choose_api(self) -> Any:
+        apis = self.stack.apis
+        if not apis:
+            return None
+        if self._api_logical_id is not None:
+            if self._api_logical_id not in apis:
+                raise ValueError(
+                    f"no AWS::Serverless::Api {self._api_logical_id!r} in the template"
+                )
+            return apis[self._api_logical_id]
+        if len(apis) > 1:
+            LOG.warning("the template has several APIs (%s); serving %s", ", ".join(apis),
+                        next(iter(apis)))
+        return next(iter(apis.values()))
+
+    def _abort_running_executions(self) -> None:
+        with self._executions_cond:
+            running = list(self._executions.values())
+        for execution in running:
+            try:
+                execution.stop(stop_date=self.clock.now(), error=None, cause=None)
+            except Exception:
+                LOG.exception("cannot abort %s", getattr(execution, "exec_arn", execution))
+
+
+def _quiet_moto_handler() -> type[Any]:
+    """moto's request handler without werkzeug's one-line-per-request access log."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    class QuietMotoRequestHandler(MotoRequestHandler):
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            LOG.debug("moto %s %s %s", self.command, self.path, code)
+
+    return QuietMotoRequestHandler
+
+
+def _reset_moto() -> None:
+    """Forget every moto resource (all services, accounts, Regions)."""
+    from moto.core.base_backend import BackendDict
+    from moto.core.model_instances import reset_model_data
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+
+    BackendDict.reset()
+    reset_model_data()
+    # moto keeps every interpreter thread it ever started in this list.
+    TMP_THREADS[:] = [thread for thread in TMP_THREADS if thread.is_alive()]

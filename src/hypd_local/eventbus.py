@@ -1,0 +1,262 @@
+"""EventBridge delivery to Lambda and Step Functions targets.
+
+moto matches events against rules (its own pattern matcher is used) and delivers to SQS, logs
+and other buses, but raises NotImplementedError for Lambda and Step Functions targets. The local
+cloud hands those targets to this module, which delivers asynchronously as EventBridge does:
+
+- Lambda target: an asynchronous invocation (`hypd_local.asyncinvoke`) on a worker thread with
+  the event (or the target's Input / InputPath / InputTransformer result). As on AWS, a handler
+  error is Lambda's business: retries, then the function's OnFailure destination or DLQ.
+- Step Functions target: StartExecution with the event as input.
+- A failed *delivery* (no such function or state machine, bad input transformation) is recorded
+  in `EventDelivery.failures` and, when the target has a DeadLetterConfig, sent to that queue
+  with EventBridge's message attributes (RULE_ARN, TARGET_ARN, ERROR_CODE, ERROR_MESSAGE).
+  Deliveries are not retried.
+
+It also emits the ``Step Functions Execution Status Change`` events AWS puts on the default bus.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from hypd_local.activity import Activity
+from hypd_local.asyncinvoke import AsyncInvoker
+from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
+
+LOG = logging.getLogger(__name__)
+
+EXECUTION_STATUS_CHANGE = "Step Functions Execution Status Change"
+
+
+@dataclass(frozen=True)
+class DeliveryFailure:
+    rule_arn: str
+    target_id: str
+    target_arn: str
+    error_code: str
+    error_message: str
+    event: Mapping[str, Any]
+
+
+class EventDelivery:
+    """Delivers matched events to Lambda and Step Functions targets on background threads."""
+
+    def __init__(
+        self,
+        *,
+        lambdas: LambdaRuntime,
+        invoker: AsyncInvoker,
+        activity: Activity,
+        executor: Executor,
+        client: Callable[[str], Any],
+        account_id: str,
+        region: str,
+    ) -> None:
+        self._lambdas = lambdas
+        self._invoker = invoker
+        self._activity = activity
+        self._executor = executor
+        self._client = client
+        self._account_id = account_id
+        self._region = region
+        self._lock = threading.Lock()
+        self._failures: list[DeliveryFailure] = []
+        self._delivered: list[tuple[str, str, Mapping[str, Any]]] = []
+
+    @property
+    def failures(self) -> list[DeliveryFailure]:
+        with self._lock:
+            return list(self._failures)
+
+    @property
+    def delivered(self) -> list[tuple[str, str, Mapping[str, Any]]]:
+        """(rule ARN, target ARN, target input) of every successful delivery, in order."""
+        with self._lock:
+            return list(self._delivered)
+
+    @staticmethod
+    def handles(target_arn: str) -> bool:
+        """True for the target kinds moto cannot deliver to (Lambda, Step Functions)."""
+        parts = target_arn.split(":")
+        return len(parts) > 2 and parts[2] in ("lambda", "states")
+
+    def dispatch(self, rule_arn: str, target: Mapping[str, Any], event: Mapping[str, Any]) -> None:
+        """Schedule one delivery (called for a rule whose pattern matched)."""
+        label = f"{target.get('Id')} <- {event.get('detail-type')}"
+        token = self._activity.begin("delivery", label)
+        try:
+            self._executor.submit(self._run, token, rule_arn, dict(target), dict(event))
+        except RuntimeError:  # executor shut down: the cloud is stopping
+            self._activity.end("delivery", token)
+            LOG.warning("dropped event for %s: the local cloud is stopping", target.get("Arn"))
+
+    def _run(
+        self, token: int, rule_arn: str, target: dict[str, Any], event: dict[str, Any]
+    ) -> None:
+        try:
+            self._deliver(rule_arn, target, event)
+        except Exception:  # a bug here must not kill the worker silently
+            LOG.exception("delivery to %s failed unexpectedly", target.get("Arn"))
+        finally:
+            self._activity.end("delivery", token)
+
+    def _deliver(self, rule_arn: str, target: dict[str, Any], raw_event: dict[str, Any]) -> None:
+        event = aws_event_shape(raw_event)
+        target_arn = str(target["Arn"])
+        try:
+            payload = target_input(target, event, raw_event)
+        except Exception as exc:
+            self._fail(rule_arn, target, event, "InputTransformationFailed", str(exc))
+            return
+        service = target_arn.split(":")[2]
+        if service == "lambda":
+            try:
+                function = self._lambdas.find(target_arn)
+            except FunctionNotFound as exc:
+                self._fail(rule_arn, target, event, "ResourceNotFoundException", str(exc))
+                return
+            with self._lock:
+                self._delivered.append((rule_arn, target_arn, payload))
+            self._invoker.run(function, payload)  # Lambda accepted the event: delivered
+            return
+        try:
+            self._client("stepfunctions").start_execution(
+                stateMachineArn=target_arn, name=str(uuid.uuid4()), input=json.dumps(payload)
+            )
+        except Exception as exc:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+            self._fail(rule_arn, target, event, str(code), str(exc))
+            return
+        with self._lock:
+            self._delivered.append((rule_arn, target_arn, payload))
+
+    def _fail(
+        self, rule_arn: str, target: Mapping[str, Any], event: dict[str, Any], code: str,
+        message: str,
+    ) -> None:
+        failure = DeliveryFailure(rule_arn, str(target.get("Id")), str(target["Arn"]), code,
+                                  message, event)
+        with self._lock:
+            self._failures.append(failure)
+        dlq_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
+        LOG.warning("event delivery to %s failed (%s: %s)%s", failure.target_arn, code, message,
+                    f"; sent to {dlq_arn}" if dlq_arn else "")
+        if not dlq_arn:
+            return
+        try:
+            sqs = self._client("sqs")
+            parts = str(dlq_arn).split(":")
+            url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
+            attributes = {
+                "RULE_ARN": rule_arn,
+                "TARGET_ARN": failure.target_arn,
+                "ERROR_CODE": code,
+                "ERROR_MESSAGE": message[:256] or "-",
+            }
+            sqs.send_message(
+                QueueUrl=url,
+                MessageBody=json.dumps(event),
+                MessageAttributes={
+                    key: {"DataType": "String", "StringValue": value}
+                    for key, value in attributes.items()
+                },
+            )
+        except Exception:
+            LOG.exception("cannot send the failed event to the dead-letter queue %s", dlq_arn)
+
+    # ------------------------------------------------------------------ emitting
+    def put_event(
+        self, *, source: str, detail_type: str, detail: Mapping[str, Any],
+        resources: list[str] | None = None, event_bus: str = "default",
+    ) -> None:
+        """Put an event on a bus in-process, as an AWS service would."""
+        from moto.events.models import events_backends
+
+        backend = events_backends[self._account_id][self._region]
+        entries = backend.put_events([{
+            "Source": source,
+            "DetailType": detail_type,
+            "Detail": json.dumps(detail, default=str),
+            "Resources": resources or [],
+            "EventBusName": event_bus,
+        }])
+        for entry in entries:
+            if "ErrorCode" in entry:
+                LOG.error("cannot emit %s event: %s", detail_type, entry)
+
+
+def execution_status_detail(execution: Any) -> dict[str, Any]:
+    """The detail of a ``Step Functions Execution Status Change`` event for an execution."""
+    status = execution.exec_status.value if execution.exec_status is not None else "RUNNING"
+    output = None
+    if status == "SUCCEEDED" and execution.output is not None:
+        output = json.dumps(execution.output, separators=(",", ":"))
+    return {
+        "executionArn": execution.exec_arn,
+        "stateMachineArn": getattr(execution, "state_machine_arn", None),
+        "name": execution.name,
+        "status": status,
+        "startDate": _epoch_ms(execution.start_date),
+        "stopDate": _epoch_ms(execution.stop_date) if status != "RUNNING" else None,
+        "input": json.dumps(execution.input_data, separators=(",", ":")),
+        "output": output,
+        "inputDetails": {"included": True},
+        "outputDetails": {"included": True} if output is not None else None,
+        "error": execution.error,
+        "cause": execution.cause,
+    }
+
+
+def aws_event_shape(event: Mapping[str, Any]) -> dict[str, Any]:
+    """An event as moto holds it, shaped as EventBridge delivers it (ISO time, no internals)."""
+    shaped = {key: value for key, value in event.items() if key != "ingestion-time"}
+    when = shaped.get("time")
+    if isinstance(when, (int, float)):
+        shaped["time"] = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    elif isinstance(when, datetime):
+        shaped["time"] = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return shaped
+
+
+def target_input(
+    target: Mapping[str, Any], event: dict[str, Any], raw_event: Mapping[str, Any]
+) -> Any:
+    """What the target receives: Input, InputPath, InputTransformer, or the whole event."""
+    if target.get("Input") is not None:
+        return json.loads(str(target["Input"]))
+    if target.get("InputPath"):
+        from jsonpath_ng.ext import parse  # type: ignore[attr-defined]
+
+        matches = parse(str(target["InputPath"])).find(event)
+        return matches[0].value if matches else None
+    transformer = target.get("InputTransformer")
+    if transformer:
+        from moto.events.utils import EventTemplateParser
+
+        with_ingestion = dict(event)
+        with_ingestion["ingestion-time"] = raw_event.get("ingestion-time", "")
+        return EventTemplateParser.parse(
+            input_template=transformer.get("InputTemplate"),
+            input_paths_map=transformer.get("InputPathsMap", {}),
+            event=cast(Any, with_ingestion),
+        )
+    return event
+
+
+def _epoch_ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return int(value.timestamp() * 1000)
+    return int(float(value) * 1000)

@@ -1,0 +1,501 @@
+"""Patches to moto 5.2.5 that make it a local cloud. Read docs/local-cloud.md first.
+
+moto's classes are process-wide, so the patches are installed once and stay installed; each one
+delegates to the *active engine* (the running `LocalCloud`) and falls back to moto's original
+behaviour when no local cloud is running. Only one local cloud can be active in a process at a
+time (moto's backends are global too).
+
+What is patched (moto 5.2.5), and why:
+
+- awslambda ``LambdaFunction._invoke_lambda``: the handler is imported and called in-process
+  (moto would start a Docker container).
+- awslambda ``LambdaFunction.invoke``: FunctionError is "Unhandled" as on AWS; InvocationType
+  Event runs on a worker thread and answers 202 at once.
+- stepfunctions ``WaitFunction._wait_interval`` and ``Timestamp._get_wait_seconds``: Wait states
+  advance the virtual clock (timestamps compared in UTC, moto compares with local time).
+- stepfunctions ``retrier_decl.time``: Retry back-off sleeps advance the virtual clock.
+- stepfunctions ``CallbackEndpoint.wait/notify/interrupt_all`` and
+  ``HeartbeatEndpoint.clear_and_wait/notify``: task-token and heartbeat timeouts run in virtual
+  time (a test advances the clock past them).
+- stepfunctions ``ExecutionWorker.start``: the execution thread is tracked (so callers can wait
+  for quiet without polling) and an interpreter crash fails the execution instead of leaving it
+  RUNNING forever.
+- stepfunctions ``BaseExecutionWorkerCommunication.terminated``, ``Execution.__init__``,
+  ``EventManager._get_current_timestamp``: start/stop dates and history on the virtual clock;
+  the ``Step Functions Execution Status Change`` event is emitted.
+- stepfunctions ``Execution.stop`` and ``Environment.set_error/set_timed_out``: an abort ends a
+  task-token wait at once and the execution stays ABORTED.
+- stepfunctions ``StepFunctionsParserBackend.start_execution``: a name is generated when none is
+  given (moto would build an ARN ending in "None").
+- events ``Rule.send_to_targets``: Lambda and Step Functions targets are delivered (moto raises
+  NotImplementedError); DISABLED rules deliver nothing. ``events.models.unix_time``: event times
+  on the virtual clock.
+- botocore ``endpoint.time`` and ``waiter.time``: the back-off of botocore's own retries and
+  waiters (in handlers and tests alike) advances the virtual clock instead of sleeping.
+- sagemaker ``SageMakerResponse.create_cluster`` / ``Cluster.describe``: Orchestrator,
+  NodeRecovery, NodeProvisioningMode, ClusterRole, AutoScaling and TieredStorageConfig are kept
+  and described (moto drops them; discovery links HyperPod to EKS through Orchestrator).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Protocol
+
+from hypd_local.activity import Activity
+from hypd_local.clock import VirtualClock
+from hypd_local.eventbus import EventDelivery
+from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
+
+LOG = logging.getLogger(__name__)
+
+
+class Engine(Protocol):
+    """What the patches need from the running local cloud."""
+
+    @property
+    def clock(self) -> VirtualClock: ...
+
+    @property
+    def lambdas(self) -> LambdaRuntime: ...
+
+    @property
+    def activity(self) -> Activity: ...
+
+    @property
+    def delivery(self) -> EventDelivery: ...
+
+    def invoke_async(self, function_name: str, event: Any) -> None: ...
+
+    def execution_started(self, execution: Any) -> None: ...
+
+    def execution_ended(self, execution: Any) -> None: ...
+
+    def execution_crashed(self, execution: Any, error: BaseException) -> None: ...
+
+
+_state_lock = threading.Lock()
+_engine: Engine | None = None
+_installed = False
+_saved_sfn_config: bool | None = None
+
+
+def _replace(owner: Any, name: str, value: Any) -> None:
+    """Install one patch (moto's attribute ``owner.name`` becomes ``value``)."""
+    setattr(owner, name, value)
+
+
+def active() -> Engine | None:
+    return _engine
+
+
+def activate(engine: Engine) -> None:
+    """Make ``engine`` the target of every patch (installing them on first use)."""
+    global _engine, _saved_sfn_config
+    from moto.core.config import default_user_config
+
+    install()
+    with _state_lock:
+        if _engine is not None and _engine is not engine:
+            raise RuntimeError(
+                "another LocalCloud is already running in this process; stop it first "
+                "(moto's backends are process-wide)"
+            )
+        _engine = engine
+        sfn_config = default_user_config.setdefault("stepfunctions", {})
+        _saved_sfn_config = sfn_config.get("execute_state_machine", False)
+        # Read by moto.stepfunctions.responses.get_backend on every request, server mode included.
+        sfn_config["execute_state_machine"] = True
+
+
+def deactivate(engine: Engine) -> None:
+    global _engine
+    from moto.core.config import default_user_config
+
+    with _state_lock:
+        if _engine is not engine:
+            return
+        _engine = None
+        default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = bool(
+            _saved_sfn_config
+        )
+
+
+def install() -> None:
+    """Install every patch once per process (idempotent)."""
+    global _installed
+    with _state_lock:
+        if _installed:
+            return
+        _patch_lambda()
+        _patch_waits()
+        _patch_callbacks()
+        _patch_program_state()
+        _patch_executions()
+        _patch_events()
+        _patch_sagemaker()
+        _patch_botocore()
+        _installed = True
+
+
+# ---------------------------------------------------------------------------------- Lambda
+def _patch_lambda() -> None:
+    from moto.awslambda.models import LambdaFunction
+
+    original_invoke_lambda: Any = LambdaFunction._invoke_lambda
+    original_invoke: Any = LambdaFunction.invoke
+
+    def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+        engine = _engine
+        if engine is None:
+            outcome: tuple[str, bool, str] = original_invoke_lambda(self, event)
+            return outcome
+        if isinstance(event, (str, bytes)):
+            event = json.loads(event) if event else {}
+        try:
+            spec = engine.lambdas.find(self.function_name)
+        except FunctionNotFound as exc:
+            payload = {
+                "errorMessage": f"{exc}: the local cloud runs only the template's functions",
+                "errorType": "Runtime.HandlerNotFound",
+            }
+            return json.dumps(payload), True, ""
+        result = engine.lambdas.invoke(spec, {} if event is None else event)
+        return result.payload, result.error, ""
+
+    def invoke(self: Any, body: Any, request_headers: Any, response_headers: Any) -> Any:
+        engine = _engine
+        if engine is None:
+            return original_invoke(self, body, request_headers, response_headers)
+        event = json.loads(body) if body else {}
+        invocation_type = request_headers.get("x-amz-invocation-type", "RequestResponse")
+        if invocation_type == "DryRun":
+            return b""
+        if invocation_type == "Event":
+            engine.invoke_async(self.function_name, event)
+            return b""
+        payload, errored, logs = self._invoke_lambda(event=event)
+        if errored:
+            # The Python runtime reports every uncaught exception as "Unhandled"; Step Functions
+            # takes the error name from errorType either way.
+            response_headers["x-amz-function-error"] = "Unhandled"
+        response_headers["x-amz-log-result"] = base64.b64encode(logs.encode()).decode()
+        return payload.encode()
+
+    _replace(LambdaFunction, "_invoke_lambda", _invoke_lambda)
+    _replace(LambdaFunction, "invoke", invoke)
+
+
+# ---------------------------------------------------------------------------------- waits
+class _VirtualTime:
+    """Stands in for the ``time`` module of a module that sleeps: its sleeps become virtual."""
+
+    def sleep(self, seconds: float) -> None:
+        engine = _engine
+        if engine is None:
+            time.sleep(seconds)
+        else:
+            engine.clock.sleep(seconds)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def _patch_waits() -> None:
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import (
+        Timestamp,
+    )
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import (
+        WaitFunction,
+    )
+
+    original_wait_interval: Any = WaitFunction._wait_interval
+    original_timestamp_seconds: Any = Timestamp._get_wait_seconds
+
+    def _wait_interval(self: Any, env: Any, wait_seconds: int) -> None:
+        engine = _engine
+        if engine is None:
+            original_wait_interval(self, env, wait_seconds)
+            return
+        if wait_seconds > 0 and env.is_running():
+            engine.clock.sleep(wait_seconds)
+
+    def _get_wait_seconds(self: Any, env: Any) -> int:
+        engine = _engine
+        if engine is None:
+            seconds: int = original_timestamp_seconds(self, env)
+            return seconds
+        self.string.eval(env=env)
+        timestamp_str: str = env.stack.pop()
+        timestamp = self._from_timestamp_string(timestamp=timestamp_str)
+        if timestamp is None:
+            raise FailureEventException(self._create_failure_event(env, timestamp_str))
+        # moto compares with the local wall time; timestamps in ASL are UTC.
+        now = engine.clock.now().replace(tzinfo=None)
+        return int((timestamp - now).total_seconds())
+
+    _replace(WaitFunction, "_wait_interval", _wait_interval)
+    _replace(Timestamp, "_get_wait_seconds", _get_wait_seconds)
+    _replace(retrier_decl, "time", _VirtualTime())
+
+
+def _patch_callbacks() -> None:
+    from moto.stepfunctions.parser.asl.eval.callback.callback import (
+        CallbackEndpoint,
+        HeartbeatEndpoint,
+    )
+
+    original_wait: Any = CallbackEndpoint.wait
+    original_notify: Any = CallbackEndpoint.notify
+    original_interrupt: Any = CallbackEndpoint.interrupt_all
+    original_clear_and_wait: Any = HeartbeatEndpoint.clear_and_wait
+    original_heartbeat_notify: Any = HeartbeatEndpoint.notify
+
+    def wait(self: Any, timeout: Any = None) -> Any:
+        engine = _engine
+        if engine is None or timeout is None:
+            return original_wait(self, timeout)
+        if not isinstance(timeout, (int, float)):
+            # moto evaluates nothing once an execution is stopped, so the task's timeout was
+            # never pushed and something else was popped: the execution is ending anyway.
+            return self._outcome
+        deadline = engine.clock.now() + datetime.timedelta(seconds=timeout)
+        engine.clock.wait_until(deadline, self._notify_event.is_set)
+        return self._outcome
+
+    def notify(self: Any, outcome: Any) -> None:
+        original_notify(self, outcome)
+        _poke()
+
+    def interrupt_all(self: Any) -> None:
+        original_interrupt(self)
+        _poke()
+
+    def clear_and_wait(self: Any) -> bool:
+        engine = _engine
+        if engine is None:
+            received: bool = original_clear_and_wait(self)
+            return received
+        with self._mutex:
+            if self._next_heartbeat_event.is_set():
+                self._next_heartbeat_event.clear()
+                return True
+        deadline = engine.clock.now() + datetime.timedelta(seconds=self._heartbeat_seconds)
+        return engine.clock.wait_until(deadline, self._next_heartbeat_event.is_set)
+
+    def heartbeat_notify(self: Any) -> None:
+        original_heartbeat_notify(self)
+        _poke()
+
+    _replace(CallbackEndpoint, "wait", wait)
+    _replace(CallbackEndpoint, "notify", notify)
+    _replace(CallbackEndpoint, "interrupt_all", interrupt_all)
+    _replace(HeartbeatEndpoint, "clear_and_wait", clear_and_wait)
+    _replace(HeartbeatEndpoint, "notify", heartbeat_notify)
+
+
+def _patch_program_state() -> None:
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    original_set_error: Any = Environment.set_error
+    original_set_timed_out: Any = Environment.set_timed_out
+
+    # An aborted execution stays ABORTED: the task interrupted by the abort reports an error
+    # afterwards, which moto would otherwise record over the stop.
+    def set_error(self: Any, error: Any) -> None:
+        if _engine is not None and isinstance(self._program_state, ProgramStopped):
+            return
+        original_set_error(self, error)
+
+    def set_timed_out(self: Any) -> None:
+        if _engine is not None and isinstance(self._program_state, ProgramStopped):
+            return
+        original_set_timed_out(self)
+
+    _replace(Environment, "set_error", set_error)
+    _replace(Environment, "set_timed_out", set_timed_out)
+
+
+def _poke() -> None:
+    engine = _engine
+    if engine is not None:
+        engine.clock.poke()
+
+
+# ---------------------------------------------------------------------------------- executions
+def _patch_executions() -> None:
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+    from moto.stepfunctions.parser.backend.execution import (
+        BaseExecutionWorkerCommunication,
+        Execution,
+    )
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original_start: Any = ExecutionWorker.start
+    original_terminated: Any = BaseExecutionWorkerCommunication.terminated
+    original_init: Any = Execution.__init__
+    original_start_execution: Any = StepFunctionsParserBackend.start_execution
+    original_timestamp: Any = EventManager._get_current_timestamp
+    original_stop: Any = Execution.stop
+
+    def start(self: Any) -> None:
+        engine = _engine
+        if engine is None:
+            original_start(self)
+            return
+        execution = getattr(self._execution_communication, "execution", None)
+        name = getattr(execution, "name", "?")
+        token = engine.activity.begin("execution", str(getattr(execution, "exec_arn", name)))
+        engine.execution_started(execution)
+
+        def run() -> None:
+            try:
+                self._execution_logic()
+            except Exception as exc:  # moto's interpreter crashed: fail the execution visibly
+                LOG.exception("execution %s crashed in the interpreter", name)
+                engine.execution_crashed(execution, exc)
+            finally:
+                engine.activity.end("execution", token)
+
+        threading.Thread(target=run, daemon=True, name=f"sfn-execution-{name}").start()
+
+    def terminated(self: Any) -> None:
+        original_terminated(self)
+        engine = _engine
+        if engine is not None:
+            self.execution.stop_date = engine.clock.now()
+            engine.execution_ended(self.execution)
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        engine = _engine
+        if engine is not None:
+            self.start_date = engine.clock.now()
+
+    def start_execution(
+        self: Any, state_machine_arn: str, name: str | None = None, *args: Any, **kwargs: Any
+    ) -> Any:
+        # AWS generates a name when none is given; moto would build an ARN ending in "None".
+        return original_start_execution(
+            self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs
+        )
+
+    def stop(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_stop(self, *args, **kwargs)
+        if _engine is None:
+            return
+        # Abort at once, as AWS does, even when a state is waiting for a task token.
+        env = getattr(self.exec_worker, "env", None)
+        pool = getattr(getattr(env, "callback_pool_manager", None), "_pool", None) or {}
+        for endpoint in list(pool.values()):
+            endpoint.interrupt_all()
+
+    def current_timestamp() -> datetime.datetime:
+        engine = _engine
+        if engine is None:
+            now: datetime.datetime = original_timestamp()
+            return now
+        return engine.clock.now()
+
+    _replace(ExecutionWorker, "start", start)
+    _replace(BaseExecutionWorkerCommunication, "terminated", terminated)
+    _replace(Execution, "__init__", init)
+    _replace(Execution, "stop", stop)
+    _replace(StepFunctionsParserBackend, "start_execution", start_execution)
+    _replace(EventManager, "_get_current_timestamp", staticmethod(current_timestamp))
+
+
+# ---------------------------------------------------------------------------------- events
+def _patch_events() -> None:
+    from moto.events import models as events_models
+
+    original_send: Any = events_models.Rule.send_to_targets
+    original_unix_time: Any = vars(events_models)["unix_time"]
+
+    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+        engine = _engine
+        if engine is None:
+            original_send(self, original_event, transform_input)
+            return
+        if self.state != "ENABLED" or not self.event_pattern.matches_event(original_event):
+            return
+        ours = [t for t in self.targets if EventDelivery.handles(str(t["Arn"]))]
+        others = [t for t in self.targets if not EventDelivery.handles(str(t["Arn"]))]
+        if others:
+            # moto delivers the kinds it supports; a shallow copy keeps self.targets untouched.
+            clone = copy.copy(self)
+            clone.targets = others
+            original_send(clone, original_event, transform_input)
+        for target in ours:
+            engine.delivery.dispatch(self.arn, target, original_event)
+
+    def unix_time(dt: datetime.datetime | None = None) -> float:
+        engine = _engine
+        if engine is None or dt is not None:
+            seconds: float = original_unix_time(dt)
+            return seconds
+        return engine.clock.timestamp()
+
+    _replace(events_models.Rule, "send_to_targets", send_to_targets)
+    _replace(events_models, "unix_time", unix_time)
+
+
+# ---------------------------------------------------------------------------------- SageMaker
+_CLUSTER_CREATE_FIELDS = (
+    "Orchestrator",
+    "NodeRecovery",
+    "NodeProvisioningMode",
+    "ClusterRole",
+    "AutoScaling",
+    "TieredStorageConfig",
+)
+
+
+def _patch_sagemaker() -> None:
+    from moto.sagemaker.models import Cluster
+    from moto.sagemaker.responses import SageMakerResponse
+
+    original_create: Any = SageMakerResponse.create_cluster
+    original_describe: Any = Cluster.describe
+
+    def create_cluster(self: Any) -> Any:
+        result = original_create(self)
+        if _engine is not None:
+            cluster = self.sagemaker_backend.clusters.get(self._get_param("ClusterName"))
+            if cluster is not None:
+                cluster.local_cloud_fields = {
+                    key: value
+                    for key in _CLUSTER_CREATE_FIELDS
+                    if (value := self._get_param(key)) is not None
+                }
+        return result
+
+    def describe(self: Any) -> dict[str, Any]:
+        described: dict[str, Any] = original_describe(self)
+        described.update(getattr(self, "local_cloud_fields", {}))
+        return described
+
+    _replace(SageMakerResponse, "create_cluster", create_cluster)
+    _replace(Cluster, "describe", describe)
+
+
+# ---------------------------------------------------------------------------------- botocore
+def _patch_botocore() -> None:
+    from botocore import endpoint, waiter
+
+    # Only ``time.sleep`` is virtual; everything else of the module is the real one.
+    _replace(endpoint, "time", _VirtualTime())
+    _replace(waiter, "time", _VirtualTime())

@@ -1,0 +1,146 @@
+"""Creates a loaded `Stack` in moto through ordinary boto3 calls.
+
+The order only satisfies moto's own checks (a function's role and layers must exist first);
+names and ARNs were fixed by the loader, and each created resource is checked against them so a
+drift between the loader's naming and moto's is caught at start-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+from hypd_local.intrinsics import TemplateError
+from hypd_local.template import Stack
+
+LOG = logging.getLogger(__name__)
+
+ClientFactory = Callable[[str], Any]
+
+
+def provision(stack: Stack, client: ClientFactory) -> None:
+    """Create every emulated resource of ``stack`` in the moto server behind ``client``."""
+    iam = client("iam")
+    for role in stack.roles.values():
+        iam.create_role(
+            RoleName=role.name, AssumeRolePolicyDocument=json.dumps(role.assume_role_policy)
+        )
+
+    logs = client("logs")
+    for group in stack.log_groups.values():
+        logs.create_log_group(logGroupName=group.name)
+        if group.retention_days:
+            logs.put_retention_policy(logGroupName=group.name, retentionInDays=group.retention_days)
+
+    sqs = client("sqs")
+    for queue in stack.queues.values():
+        url = sqs.create_queue(QueueName=queue.name, Attributes=dict(queue.attributes))["QueueUrl"]
+        _check(queue.logical_id, "queue URL", queue.url, url)
+
+    dynamodb = client("dynamodb")
+    for table in stack.tables.values():
+        arn = dynamodb.create_table(**table.create_args)["TableDescription"]["TableArn"]
+        _check(table.logical_id, "table ARN", table.arn, arn)
+        if table.ttl_attribute:
+            dynamodb.update_time_to_live(
+                TableName=table.name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+            )
+        if table.point_in_time_recovery:
+            dynamodb.update_continuous_backups(
+                TableName=table.name,
+                PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
+            )
+
+    lambda_ = client("lambda")
+    for layer in stack.layers.values():
+        # The code is not needed: the layer's packages are installed in the local environment.
+        arn = lambda_.publish_layer_version(
+            LayerName=layer.name,
+            Content={"ZipFile": _stub_zip(f"layer {layer.logical_id}")},
+            CompatibleRuntimes=["python3.12"],
+        )["LayerVersionArn"]
+        _check(layer.logical_id, "layer version ARN", layer.arn, arn)
+
+    for function in stack.functions.values():
+        args: dict[str, Any] = {
+            "FunctionName": function.name,
+            "Runtime": function.runtime,
+            "Role": function.role_arn,
+            "Handler": function.handler,
+            # Execution is in-process (hypd_local.lambdas); moto only needs some code.
+            "Code": {"ZipFile": _stub_zip(f"function {function.logical_id}")},
+            "Description": function.description,
+            "Timeout": function.timeout,
+            "MemorySize": function.memory_size,
+            "Environment": {"Variables": dict(function.environment)},
+            "Architectures": list(function.architectures),
+            "TracingConfig": {"Mode": function.tracing},
+        }
+        if function.async_config is not None and function.async_config.dead_letter_arn:
+            args["DeadLetterConfig"] = {"TargetArn": function.async_config.dead_letter_arn}
+        if function.layers:
+            args["Layers"] = list(function.layers)
+        arn = lambda_.create_function(**args)["FunctionArn"]
+        _check(function.logical_id, "function ARN", function.arn, arn)
+        if function.async_config is not None:
+            lambda_.put_function_event_invoke_config(
+                FunctionName=function.name, **function.async_config.to_api()
+            )
+
+    sfn = client("stepfunctions")
+    for machine in stack.state_machines.values():
+        arn = sfn.create_state_machine(
+            name=machine.name,
+            definition=machine.definition,
+            roleArn=machine.role_arn,
+            type=machine.type,
+        )["stateMachineArn"]
+        _check(machine.logical_id, "state machine ARN", machine.arn, arn)
+
+    events = client("events")
+    buses = {"default"}
+    for rule in stack.rules.values():
+        if rule.event_bus_name not in buses:
+            with contextlib.suppress(events.exceptions.ResourceAlreadyExistsException):
+                events.create_event_bus(Name=rule.event_bus_name)
+            buses.add(rule.event_bus_name)
+        put: dict[str, Any] = {
+            "Name": rule.name,
+            "State": rule.state,
+            "EventBusName": rule.event_bus_name,
+            "Description": rule.description,
+        }
+        if rule.event_pattern is not None:
+            put["EventPattern"] = json.dumps(rule.event_pattern)
+        if rule.schedule_expression:
+            put["ScheduleExpression"] = rule.schedule_expression
+            LOG.info("rule %s has a schedule; the local cloud does not fire schedules",
+                     rule.logical_id)
+        arn = events.put_rule(**put)["RuleArn"]
+        _check(rule.logical_id, "rule ARN", rule.arn, arn)
+        if rule.targets:
+            events.put_targets(
+                Rule=rule.name,
+                EventBusName=rule.event_bus_name,
+                Targets=[target.to_api() for target in rule.targets],
+            )
+
+
+def _check(logical_id: str, what: str, planned: str, actual: str) -> None:
+    if planned != actual:
+        raise TemplateError(
+            f"{logical_id}: the loader planned {what} {planned!r} but moto created {actual!r}"
+        )
+
+
+def _stub_zip(note: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("LOCAL_CLOUD.txt", f"{note}: runs in-process in the local cloud\n")
+    return buffer.getvalue()

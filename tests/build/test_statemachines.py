@@ -1,0 +1,46 @@
+"""DefinitionSubstitutions match the placeholders of their ASL files exactly.
+
+cfn-lint does not look inside DefinitionUri files: a misspelt `${...}` would reach Step Functions
+as a literal string (and fail only when the state runs), and an unused substitution hides a typo
+on the other side."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from tests.build.support import ROOT, STATE_MACHINE_TYPE, load_template, resources_of_type
+
+pytestmark = pytest.mark.build
+
+PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+
+STATE_MACHINES = resources_of_type(load_template(), STATE_MACHINE_TYPE)
+
+
+def test_template_has_state_machines() -> None:
+    assert STATE_MACHINES
+
+
+@pytest.mark.parametrize("logical_id", sorted(STATE_MACHINES))
+def test_definition_substitutions_match_placeholders(logical_id: str) -> None:
+    props: dict[str, Any] = STATE_MACHINES[logical_id]["Properties"]
+    definition_uri = props.get("DefinitionUri")
+    if not isinstance(definition_uri, str):
+        pytest.skip(f"{logical_id} has an inline or S3 definition")
+    path = ROOT / definition_uri
+    assert path.is_file(), f"{logical_id}: DefinitionUri {definition_uri} does not exist"
+    text = path.read_text(encoding="utf-8")
+    json.loads(text)  # the file is JSON (a parse error here beats one at deploy time)
+
+    placeholders = set(PLACEHOLDER.findall(text))
+    substitutions = set(props.get("DefinitionSubstitutions", {}))
+    assert placeholders - substitutions == set(), (
+        f"{definition_uri} uses placeholders that {logical_id}'s DefinitionSubstitutions lacks"
+    )
+    assert substitutions - placeholders == set(), (
+        f"{logical_id}'s DefinitionSubstitutions has keys that {definition_uri} never uses"
+    )

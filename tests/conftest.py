@@ -1,0 +1,28 @@
+"""Fixtures of the integration and end-to-end tests: the real template on a local cloud."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hypd_cli.api_client import ApiClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def cloud() -> Iterator[object]:
+    """A fresh local cloud running the project's template.yaml (one per test: no shared state)."""
+    from hypd_local import LocalCloud
+
+    with LocalCloud(ROOT / "template.yaml") as running:
+        yield running
+        running.wait_for_executions(timeout=60)
+
+
+@pytest.fixture
+def api(cloud: object) -> ApiClient:
+    """A REST API client for the cloud's API front."""
+    return ApiClient(cloud.api_url)  # type: ignore[attr-defined]

@@ -1,0 +1,104 @@
+"""The virtual clock: time moves by advance/sleep, never by waiting."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hypd_local.clock import VirtualClock
+
+START = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def test_a_frozen_clock_moves_only_when_told() -> None:
+    clock = VirtualClock(START, ticking=False)
+
+    assert clock.now() == START
+    clock.advance(90)
+    assert clock.now() == START + timedelta(seconds=90)
+    clock.sleep(3600)
+    assert clock.now() == START + timedelta(seconds=3690)
+    with pytest.raises(ValueError, match="backwards"):
+        clock.advance(-1)
+
+
+def test_a_ticking_clock_starts_at_the_real_time_and_adds_advances() -> None:
+    before = datetime.now(UTC)
+    clock = VirtualClock()
+    clock.advance(7200)
+
+    assert clock.now() >= before + timedelta(hours=2)
+    assert clock.now().tzinfo is not None
+
+
+def test_sleeps_overlap_like_timers_on_one_time_line() -> None:
+    # Given two sleepers that started at the same virtual time
+    clock = VirtualClock(START, ticking=False)
+    target_long = clock.now() + timedelta(seconds=300)
+    clock.advance_to(target_long)            # the long sleeper finished first
+    # When the short sleeper's wake-up time (START + 60) is already in the past
+    clock.advance_to(START + timedelta(seconds=60))
+    # Then the clock does not go back
+    assert clock.now() == START + timedelta(seconds=300)
+
+
+def test_concurrent_sleeps_never_lose_time() -> None:
+    clock = VirtualClock(START, ticking=False)
+    threads = [threading.Thread(target=clock.sleep, args=(100,)) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # Each sleeper advanced to (its start + 100); starts differ, so 100 <= total <= 800.
+    elapsed = (clock.now() - START).total_seconds()
+    assert 100 <= elapsed <= 800
+
+
+def test_wait_until_returns_when_the_condition_is_met() -> None:
+    clock = VirtualClock(START, ticking=False)
+    done = threading.Event()
+    result: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: result.append(clock.wait_until(START + timedelta(hours=1), done.is_set))
+    )
+    waiter.start()
+
+    done.set()
+    clock.poke()
+    waiter.join(timeout=10)
+
+    assert result == [True]
+
+
+def test_wait_until_returns_false_when_virtual_time_passes_the_deadline() -> None:
+    clock = VirtualClock(START, ticking=False)
+    started = threading.Event()
+    result: list[bool] = []
+
+    def wait() -> None:
+        started.set()
+        result.append(clock.wait_until(START + timedelta(hours=1), lambda: False))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    started.wait()
+    clock.advance(3600)
+    waiter.join(timeout=10)
+
+    assert result == [False]
+
+
+def test_listeners_hear_every_advance() -> None:
+    clock = VirtualClock(START, ticking=False)
+    heard: list[datetime] = []
+    unsubscribe = clock.subscribe(heard.append)
+
+    clock.advance(10)
+    clock.sleep(5)
+    unsubscribe()
+    clock.advance(1)
+
+    assert heard == [START + timedelta(seconds=10), START + timedelta(seconds=15)]
