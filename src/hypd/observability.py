@@ -6,11 +6,12 @@ Structured logs carry the operation id as the correlation id; every task emits o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, cast
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hypd.tasks import TaskRouter
@@ -32,23 +33,39 @@ def task_handler(
     """
     logger = Logger()
     tracer = Tracer()
-    metrics = Metrics()
+    # Read now, at import time: Lambda's environment does not change between invocations.
+    namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "hypd")
+    service = os.environ.get("POWERTOOLS_SERVICE_NAME", "hypd")
+
+    def count(name: str, task: str) -> None:
+        """One EMF document per task outcome, with its own dimensions.
+
+        `single_metric` keeps no state between calls, unlike `Metrics`, whose dimensions are
+        shared by every instance in the process.
+        """
+        with single_metric(
+            name=name,
+            unit=MetricUnit.Count,
+            value=1,
+            namespace=namespace,
+            default_dimensions={"service": service},
+        ) as metric:
+            metric.add_dimension(name="task", value=task)
 
     @logger.inject_lambda_context(correlation_id_path=OPERATION_ID_PATH, clear_state=True)
     @tracer.capture_lambda_handler(capture_response=False)
-    @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         task_event = route(event) if route else event
         task = str(task_event.get("task"))
-        metrics.add_dimension(name="task", value=task)
         logger.append_keys(task=task)
         try:
             result = router.dispatch(task_event)
         except Exception as exc:
-            metrics.add_metric(name="TaskFailed", unit=MetricUnit.Count, value=1)
+            count("TaskFailed", task)
             logger.warning("task failed", error_type=type(exc).__name__, error=str(exc))
             raise
-        metrics.add_metric(name="TaskSucceeded", unit=MetricUnit.Count, value=1)
+        count("TaskSucceeded", task)
         return result
 
     return cast(Handler, handler)
+

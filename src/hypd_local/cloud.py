@@ -34,7 +34,7 @@ from hypd_local.eventbus import (
     EventDelivery,
     execution_status_detail,
 )
-from hypd_local.lambdas import Invocation, LambdaRuntime
+from hypd_local.lambdas import FunctionNotFound, Invocation, LambdaRuntime
 from hypd_local.provision import provision
 from hypd_local.template import DEFAULT_ACCOUNT_ID, Stack
 
@@ -73,6 +73,8 @@ class LocalCloud:
         parameters: template parameter overrides.
         clock: the virtual clock (default: a ticking clock starting now).
         api: logical id of the AWS::Serverless::Api to serve (default: the first one).
+        function_concurrency: invocations of one function that run at once (default 1: one
+            warm execution environment per function; None: no limit).
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class LocalCloud:
         parameters: Mapping[str, Any] | None = None,
         clock: VirtualClock | None = None,
         api: str | None = None,
+        function_concurrency: int | None = 1,
     ) -> None:
         self.template_path = Path(template_path).resolve()
         self.region = region
@@ -95,6 +98,7 @@ class LocalCloud:
         self._api_port = api_port
         self._aws_port = aws_port
         self._api_logical_id = api
+        self._function_concurrency = function_concurrency
         self.clock = clock or VirtualClock()
         self.activity = Activity()
 
@@ -155,7 +159,8 @@ class LocalCloud:
             parameters=self._parameters,
             aws_endpoint=self.aws_endpoint,
         )
-        self._lambdas = LambdaRuntime(self._stack.functions)
+        self._lambdas = LambdaRuntime(self._stack.functions,
+                                      concurrency=self._function_concurrency)
         self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="local-cloud")
         self._invoker = AsyncInvoker(lambdas=self._lambdas, clock=self.clock, client=self.client)
         self._delivery = EventDelivery(
@@ -363,7 +368,12 @@ class LocalCloud:
         executor, invoker = self._executor, self._invoker
         if executor is None or invoker is None:
             return
-        function = self.lambdas.find(function_name)
+        try:
+            function = self.lambdas.find(function_name)
+        except FunctionNotFound:
+            LOG.warning("asynchronous invocation of %s dropped: not a function of the template",
+                        function_name)
+            return
         token = self.activity.begin("invoke", function_name)
 
         def run() -> None:

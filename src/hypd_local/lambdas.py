@@ -94,8 +94,24 @@ class FunctionNotFound(LookupError):
 class LambdaRuntime:
     """Imports and calls the handlers of one stack's functions."""
 
-    def __init__(self, functions: Mapping[str, FunctionSpec], *, module_prefix: str = "hypd_fn_"):
+    def __init__(
+        self,
+        functions: Mapping[str, FunctionSpec],
+        *,
+        concurrency: int | None = 1,
+        module_prefix: str = "hypd_fn_",
+    ) -> None:
+        """``concurrency``: invocations of one function that may run at once (None: no limit).
+
+        The default of 1 gives each function one warm execution environment, as handler code
+        written for Lambda expects: its module globals are never used by two invocations at
+        once. Other invocations of the same function queue (different functions run in parallel).
+        """
         self._by_logical_id = dict(functions)
+        self._slots = {
+            logical_id: threading.BoundedSemaphore(concurrency) if concurrency else None
+            for logical_id in functions
+        }
         self._by_name = {spec.name: spec for spec in functions.values()}
         self._prefix = module_prefix
         self._handlers: dict[str, Handler] = {}
@@ -137,7 +153,8 @@ class LambdaRuntime:
                               failure=exc.cause)
         context = LambdaContext(spec, request_id)
         try:
-            result = handler(event, context)
+            with self._slot(spec):
+                result = handler(event, context)
         except Exception as exc:
             LOG.info("%s raised %s: %s", spec.logical_id, type(exc).__name__, exc)
             return Invocation(spec, request_id, _dump(error_payload(exc, request_id)), True,
@@ -158,6 +175,24 @@ class LambdaRuntime:
             LOG.warning("%s ran %.0f ms, longer than its Timeout of %s s (not enforced locally)",
                         spec.logical_id, elapsed, spec.timeout)
         return Invocation(spec, request_id, payload, False, duration_ms=elapsed)
+
+    @contextmanager
+    def _slot(self, spec: FunctionSpec) -> Iterator[None]:
+        slot = self._slots.get(spec.logical_id)
+        if slot is None:
+            yield
+            return
+        # A handler that synchronously invokes its own function would wait for itself forever;
+        # after the function's timeout (plus a margin) it runs alongside instead, with a warning.
+        acquired = slot.acquire(timeout=spec.timeout + 30)
+        if not acquired:
+            LOG.warning("%s: no free execution environment after %s s; running concurrently",
+                        spec.logical_id, spec.timeout + 30)
+        try:
+            yield
+        finally:
+            if acquired:
+                slot.release()
 
     # ------------------------------------------------------------------ import
     def _handler(self, spec: FunctionSpec) -> Handler:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 
 from hypd_local import FunctionError, LocalCloud
+from hypd_local.lambdas import LambdaRuntime
+from hypd_local.template import FunctionSpec
 
 
 def test_handlers_read_their_configuration_at_import(cloud: LocalCloud) -> None:
@@ -96,3 +100,61 @@ def test_the_layer_and_functions_exist_in_moto(cloud: LocalCloud) -> None:
     config = function["Configuration"]
     assert [layer["Arn"] for layer in config["Layers"]] == [cloud.resources["FixtureLayer"]]
     assert config["Environment"]["Variables"]["GREETING"] == "hello"
+
+
+GATED_HANDLER = '''
+import threading
+
+entered = threading.Event()
+gate = threading.Event()
+active = 0
+most = 0
+lock = threading.Lock()
+
+
+def handler(event, context):
+    global active, most
+    if event.get("warm"):
+        return event
+    with lock:
+        active += 1
+        most = max(most, active)
+    entered.set()
+    gate.wait(timeout=30)
+    with lock:
+        active -= 1
+    return event
+'''
+
+
+def test_a_function_runs_one_invocation_at_a_time(tmp_path: Path) -> None:
+    # Given a function whose handler holds its invocation until a gate opens
+    (tmp_path / "gated.py").write_text(GATED_HANDLER)
+    spec = FunctionSpec(
+        logical_id="Gated", name="gated",
+        arn="arn:aws:lambda:us-west-2:123456789012:function:gated", code_dir=tmp_path,
+        handler="gated.handler", runtime="python3.12", memory_size=128, timeout=30,
+        environment={}, layers=(), role_arn="arn:aws:iam::123456789012:role/r",
+    )
+    runtime = LambdaRuntime({"Gated": spec})
+    try:
+        assert runtime.invoke(spec, {"warm": True}).result == {"warm": True}
+        module = sys.modules["hypd_fn_Gated"]
+        first = threading.Thread(target=runtime.invoke, args=(spec, {"n": 1}))
+        first.start()
+        assert module.entered.wait(timeout=30)
+
+        # When a second invocation arrives while the first runs
+        second = threading.Thread(target=runtime.invoke, args=(spec, {"n": 2}))
+        second.start()
+
+        # Then the function's only execution environment is busy, and the second waits for it
+        slot = runtime._slots["Gated"]
+        assert slot is not None
+        assert not slot.acquire(blocking=False)
+        module.gate.set()
+        first.join(timeout=30)
+        second.join(timeout=30)
+        assert module.most == 1
+    finally:
+        runtime.close()
