@@ -68,4 +68,3 @@ def task_handler(
         return result
 
     return cast(Handler, handler)
-

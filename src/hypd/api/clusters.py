@@ -70,7 +70,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         metrics.add_metric(name="OperationStarted", unit=MetricUnit.Count, value=1)
         logger.info("operation started", kind=operation.kind.value)
         return OperationAccepted(
-            operation_id=operation.id, status=operation.status.value, kind=operation.kind.value
+            operation_id=operation.id, status=operation.status, kind=operation.kind
         )
 
     @router.get(

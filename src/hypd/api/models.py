@@ -6,7 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hypd.clusters.models import CLUSTER_TAG_PATTERN, EksCluster, HyperPodCluster
+from hypd.clusters.models import CLUSTER_TAG_PATTERN, ClusterSource, EksCluster, HyperPodCluster
+from hypd.operations.models import (
+    OPERATION_ID_PATTERN,
+    OperationKind,
+    OperationStatus,
+    StageStatus,
+)
 
 
 class ApiModel(BaseModel):
@@ -33,15 +39,15 @@ class DiscoverRequest(ApiModel):
 
 
 class OperationAccepted(ApiModel):
-    operation_id: str = Field(alias="operationId")
-    status: str
-    kind: str
+    operation_id: str = Field(alias="operationId", pattern=OPERATION_ID_PATTERN)
+    status: OperationStatus
+    kind: OperationKind
 
 
 class StageView(ApiModel):
     model_config = ConfigDict(populate_by_name=True, extra="allow")
     name: str
-    status: str
+    status: StageStatus
     started_at: str | None = Field(default=None, alias="startedAt")
     ended_at: str | None = Field(default=None, alias="endedAt")
     attempts: int
@@ -50,10 +56,10 @@ class StageView(ApiModel):
 
 
 class OperationView(ApiModel):
-    id: str
-    kind: str
+    id: str = Field(pattern=OPERATION_ID_PATTERN)
+    kind: OperationKind
     cluster_tag: str | None = Field(default=None, alias="clusterTag")
-    status: str
+    status: OperationStatus
     stages: list[StageView]
     input: dict[str, Any]
     output: dict[str, Any] | None = None
@@ -72,7 +78,7 @@ class OperationList(ApiModel):
 class ClusterView(ApiModel):
     model_config = ConfigDict(populate_by_name=True, extra="allow")
     tag: str = Field(pattern=CLUSTER_TAG_PATTERN)
-    source: str
+    source: ClusterSource
     region: str | None = None
     eks: EksCluster | None = None
     hyperpod: HyperPodCluster | None = None

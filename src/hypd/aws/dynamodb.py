@@ -83,19 +83,7 @@ class Table:
         values: dict[str, Any] | None = None,
     ) -> None:
         """Write `item`; raise ConditionFailed when `condition` is false."""
-        kwargs: dict[str, Any] = {"TableName": self.name, "Item": item}
-        if condition:
-            kwargs["ConditionExpression"] = condition
-        if values:
-            kwargs["ExpressionAttributeValues"] = values
-        try:
-            self._client.put_item(**kwargs)
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                raise ConditionFailed(str(exc)) from exc
-            raise translate(exc, f"writing to table {self.name}") from exc
-        except NETWORK_ERRORS as exc:
-            raise translate(exc, f"writing to table {self.name}") from exc
+        self._conditional_write("put_item", "writing to", {"Item": item}, condition, values)
 
     def delete(
         self,
@@ -103,22 +91,31 @@ class Table:
         condition: str | None = None,
         values: dict[str, Any] | None = None,
     ) -> None:
-        kwargs: dict[str, Any] = {
-            "TableName": self.name,
-            "Key": {name: _s(value) for name, value in key.items()},
-        }
+        """Delete the item at `key`; raise ConditionFailed when `condition` is false."""
+        encoded = {name: _s(value) for name, value in key.items()}
+        self._conditional_write("delete_item", "deleting from", {"Key": encoded}, condition, values)
+
+    def _conditional_write(
+        self,
+        call: str,
+        action: str,
+        arguments: dict[str, Any],
+        condition: str | None,
+        values: dict[str, Any] | None,
+    ) -> None:
+        kwargs: dict[str, Any] = {"TableName": self.name, **arguments}
         if condition:
             kwargs["ConditionExpression"] = condition
         if values:
             kwargs["ExpressionAttributeValues"] = values
         try:
-            self._client.delete_item(**kwargs)
+            getattr(self._client, call)(**kwargs)
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
                 raise ConditionFailed(str(exc)) from exc
-            raise translate(exc, f"deleting from table {self.name}") from exc
+            raise translate(exc, f"{action} table {self.name}") from exc
         except NETWORK_ERRORS as exc:
-            raise translate(exc, f"deleting from table {self.name}") from exc
+            raise translate(exc, f"{action} table {self.name}") from exc
 
     def query_page(
         self,

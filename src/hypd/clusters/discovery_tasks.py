@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field
 
@@ -17,6 +17,8 @@ from hypd.errors import ConflictError
 from hypd.operations.stages import run_stage
 from hypd.operations.store import OperationStore
 from hypd.tasks import TaskInput, TaskRouter
+
+C = TypeVar("C", EksCluster, HyperPodCluster)
 
 
 @dataclass(frozen=True)
@@ -39,47 +41,51 @@ class RecordInput(TaskInput):
     cluster_names: list[str] | None = Field(default=None, alias="clusterNames")
 
 
-def _dump(models: list[EksCluster] | list[HyperPodCluster]) -> list[dict[str, Any]]:
-    return [model.model_dump(mode="json", by_alias=True) for model in models]
-
-
 def build_router(services: DiscoverServices) -> TaskRouter:
     router = TaskRouter()
 
-    @router.task("list-eks-clusters", ListInput)
-    def list_eks_clusters(task: ListInput) -> dict[str, Any]:
-        def work() -> list[EksCluster]:
-            client = services.eks_client()
-            found = (eks.describe_cluster(client, name) for name in eks.list_cluster_names(client))
+    def inventory(
+        operation_id: str,
+        stage: str,
+        list_names: Callable[[Any], list[str]],
+        describe: Callable[[Any, str], C | None],
+        client: Callable[[], Any],
+    ) -> dict[str, Any]:
+        """One inventory stage: list the names, describe each (skipping ones deleted since)."""
+
+        def work() -> list[C]:
+            api = client()
+            found = (describe(api, name) for name in list_names(api))
             return [cluster for cluster in found if cluster is not None]
 
         clusters = run_stage(
             services.operations,
-            task.operation_id,
-            "eks-clusters",
+            operation_id,
+            stage,
             work,
             lambda found: {"found": len(found), "names": [c.name for c in found]},
         )
-        return {"clusters": _dump(clusters)}
+        return {"clusters": [c.model_dump(mode="json", by_alias=True) for c in clusters]}
+
+    @router.task("list-eks-clusters", ListInput)
+    def list_eks_clusters(task: ListInput) -> dict[str, Any]:
+        return inventory(
+            task.operation_id,
+            "eks-clusters",
+            eks.list_cluster_names,
+            eks.describe_cluster,
+            services.eks_client,
+        )
 
     @router.task("list-hyperpod-clusters", ListInput)
     def list_hyperpod_clusters(task: ListInput) -> dict[str, Any]:
-        def work() -> list[HyperPodCluster]:
-            client = services.sagemaker_client()
-            found = (
-                sagemaker.describe_cluster(client, name)
-                for name in sagemaker.list_cluster_names(client)
-            )
-            return [cluster for cluster in found if cluster is not None]
-
-        clusters = run_stage(
-            services.operations,
+        return inventory(
             task.operation_id,
             "hyperpod-clusters",
-            work,
-            lambda found: {"found": len(found), "names": [c.name for c in found]},
+            sagemaker.list_cluster_names,
+            sagemaker.describe_cluster,
+            services.sagemaker_client,
         )
-        return {"clusters": _dump(clusters)}
 
     @router.task("record-clusters", RecordInput)
     def record_clusters(task: RecordInput) -> dict[str, Any]:
