@@ -4,7 +4,8 @@ For each AWS::Serverless::Function in template.yaml this starts a new interprete
 handler module (`python -c "import app"` in the function's directory, with the function's
 environment from the template and Lambda's own variables), N times, and prints the median, min and
 max wall time next to the bare interpreter's (`python -c pass`). "minus baseline" is the cost of
-the imports themselves.
+the imports themselves. The functions and their environment come from hypd_local.template, which
+resolves the template's intrinsics as the local cloud does (without starting it).
 
 This measures imports on this machine, not Lambda's init phase: Lambda adds its runtime
 bootstrap and a slower, throttled CPU at small memory sizes. By default it uses the dev venv's
@@ -31,31 +32,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+
+from hypd_local import TemplateError
+from hypd_local.template import FunctionSpec, describe_functions
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
 
 IMPORTTIME_LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)\s*$")
-
-
-@dataclass(frozen=True)
-class Function:
-    logical_id: str
-    code_dir: Path
-    module: str
-    environment: dict[str, str]
-    layers: tuple[str, ...]  # logical ids of the template's own layers
-
-    def in_build(self, build_dir: Path) -> Function:
-        """The same function, read from `sam build` output."""
-        return Function(
-            self.logical_id, build_dir / self.logical_id, self.module, self.environment, self.layers
-        )
 
 
 @dataclass(frozen=True)
@@ -71,89 +57,23 @@ class Timing:
 # ------------------------------------------------------------------------------ the template
 
 
-def load_template() -> dict[str, Any]:
-    from cfnlint.decode import decode  # the dev venv's decoder reads the intrinsic tags
-
-    template, matches = decode(str(TEMPLATE))
-    if matches or template is None:
-        sys.exit(f"{TEMPLATE} does not parse: {matches}")
-    return dict(template)
-
-
-def dummy(value: Any, template: Mapping[str, Any]) -> str:
-    """A stand-in for a value only CloudFormation can resolve (the handler reads it at import)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and len(value) == 1:
-        ((key, arg),) = value.items()
-        if key == "Ref":
-            parameter = template.get("Parameters", {}).get(arg)
-            if parameter is not None:
-                return str(parameter.get("Default", f"dummy-{arg}"))
-            resource_type = template.get("Resources", {}).get(arg, {}).get("Type", "")
-            if resource_type.endswith("StateMachine"):
-                return f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{arg}"
-            return f"hypd-bench-{arg}"
-        if key == "Fn::GetAtt":
-            target = arg if isinstance(arg, str) else ".".join(map(str, arg))
-            return f"arn:aws:dummy:{REGION}:{ACCOUNT}:{target}"
-    return "dummy"
-
-
-def functions(template: Mapping[str, Any]) -> list[Function]:
-    global_function = template.get("Globals", {}).get("Function", {})
-    global_env = global_function.get("Environment", {}).get("Variables", {})
-    found = []
-    for logical_id, resource in template.get("Resources", {}).items():
-        if resource.get("Type") != "AWS::Serverless::Function":
-            continue
-        props = resource.get("Properties", {})
-        handler = str(props.get("Handler", global_function.get("Handler")))
-        variables = {**global_env, **props.get("Environment", {}).get("Variables", {})}
-        layers = [*global_function.get("Layers", []), *props.get("Layers", [])]
-        env = {name: dummy(value, template) for name, value in variables.items()}
-        env.update(
-            {
-                "AWS_LAMBDA_FUNCTION_NAME": logical_id,
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(
-                    props.get("MemorySize", global_function.get("MemorySize", 128))
-                ),
-                "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
-            }
-        )
-        found.append(
-            Function(
-                logical_id=logical_id,
-                code_dir=ROOT / str(props.get("CodeUri", global_function.get("CodeUri"))),
-                module=handler.rsplit(".", 1)[0],
-                environment=env,
-                layers=tuple(
-                    str(layer["Ref"])
-                    for layer in layers
-                    if isinstance(layer, Mapping) and "Ref" in layer
-                ),
-            )
-        )
-    return sorted(found, key=lambda f: f.logical_id)
+def load_functions() -> list[FunctionSpec]:
+    """The template's functions as the local cloud resolves them (hypd_local.template)."""
+    try:
+        return describe_functions(TEMPLATE)  # us-east-1, account 123456789012
+    except TemplateError as exc:
+        sys.exit(f"cannot read {TEMPLATE}: {exc}")
 
 
 # ---------------------------------------------------------------------------- measurement
 
 
 def base_environment(pycache: Path, bytecode: str) -> dict[str, str]:
-    """The caller's environment without PYTHON* settings, plus a region and fake credentials (so
-    nothing reaches for real ones) and a private byte-code cache."""
+    """The caller's environment without PYTHON* settings, plus a private byte-code cache. Each
+    function's import adds `FunctionSpec.standalone_environment()`: Lambda's variables, the
+    template's, a region and fake credentials (so nothing reaches for real ones)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update(
-        {
-            "AWS_REGION": REGION,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_SESSION_TOKEN": "testing",
-            "PYTHONPYCACHEPREFIX": str(pycache),
-        }
-    )
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
     if bytecode == "none":
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
@@ -171,15 +91,16 @@ class Mode:
         # isolated too); -B: never write byte code into the artefacts.
         return ["-I", "-B"] if self.build_dir else []
 
-    def function(self, fn: Function) -> Function:
-        return fn.in_build(self.build_dir) if self.build_dir else fn
+    def function(self, fn: FunctionSpec) -> FunctionSpec:
+        """The function as this mode imports it: from source, or from `sam build` output."""
+        return replace(fn, code_dir=self.build_dir / fn.logical_id) if self.build_dir else fn
 
-    def import_code(self, fn: Function) -> str:
+    def import_code(self, fn: FunctionSpec) -> str:
         if self.build_dir is None:
-            return f"import {fn.module}"  # cwd (the function's directory) is sys.path[0]
+            return f"import {fn.handler_module}"  # cwd (the function's directory) is sys.path[0]
         paths = [str(self.build_dir / fn.logical_id)]
-        paths += [str(self.build_dir / layer / "python") for layer in fn.layers]
-        return f"import sys; sys.path[:0] = {paths!r}; import {fn.module}"
+        paths += [str(self.build_dir / layer / "python") for layer in fn.layer_ids]
+        return f"import sys; sys.path[:0] = {paths!r}; import {fn.handler_module}"
 
     def command(self, code: str, *extra_flags: str) -> list[str]:
         return [self.python, *self.flags(), *extra_flags, "-c", code]
@@ -200,13 +121,13 @@ def run_once(command: list[str], cwd: Path, env: Mapping[str, str]) -> float:
     return elapsed
 
 
-def importtime(mode: Mode, fn: Function, env: Mapping[str, str]) -> list[tuple[int, int, str]]:
+def importtime(mode: Mode, fn: FunctionSpec, env: Mapping[str, str]) -> list[tuple[int, int, str]]:
     """(self us, cumulative us, indented module) of every import, from `python -X importtime`."""
     fn = mode.function(fn)
     result = subprocess.run(
         mode.command(mode.import_code(fn), "-X", "importtime"),
         cwd=fn.code_dir,
-        env={**env, **fn.environment},
+        env={**env, **fn.standalone_environment()},
         capture_output=True,
         text=True,
         check=False,
@@ -223,7 +144,7 @@ def importtime(mode: Mode, fn: Function, env: Mapping[str, str]) -> list[tuple[i
 
 
 def measure(
-    mode: Mode, selected: list[Function], env: Mapping[str, str], runs: int
+    mode: Mode, selected: list[FunctionSpec], env: Mapping[str, str], runs: int
 ) -> tuple[Timing, list[Timing], dict[str, str]]:
     baseline: list[float] = []
     samples: dict[str, list[float]] = {fn.logical_id: [] for fn in selected}
@@ -240,7 +161,9 @@ def measure(
                 continue
             try:
                 ms = run_once(
-                    mode.command(mode.import_code(fn)), fn.code_dir, {**env, **fn.environment}
+                    mode.command(mode.import_code(fn)),
+                    fn.code_dir,
+                    {**env, **fn.standalone_environment()},
                 )
             except ImportFailed as failure:
                 failures[fn.logical_id] = str(failure)
@@ -272,7 +195,7 @@ def print_table(baseline: Timing, timings: list[Timing], failures: Mapping[str, 
         )
 
 
-def print_top(mode: Mode, fn: Function, env: Mapping[str, str], top: int, sort: str) -> None:
+def print_top(mode: Mode, fn: FunctionSpec, env: Mapping[str, str], top: int, sort: str) -> None:
     rows = importtime(mode, fn, env)
     key = 0 if sort == "self" else 1
     heaviest = sorted(rows, key=lambda row: row[key], reverse=True)[:top]
@@ -328,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.build_dir} is not a `sam build` output directory")
     mode = Mode(args.python, args.build_dir.resolve() if args.build_dir else None)
 
-    selected = functions(load_template())
+    selected = load_functions()
     if args.function:
         unknown = set(args.function) - {fn.logical_id for fn in selected}
         if unknown:

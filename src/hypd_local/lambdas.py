@@ -209,7 +209,7 @@ class LambdaRuntime:
         return handler
 
     def _import(self, spec: FunctionSpec) -> Handler:
-        module_path, _, function_name = spec.handler.rpartition(".")
+        module_path, function_name = spec.handler_module, spec.handler_attribute
         self._check_sibling_names(spec)
         code_dir = str(spec.code_dir)
         if code_dir not in sys.path:
@@ -218,7 +218,7 @@ class LambdaRuntime:
             self._sys_paths.append(code_dir)
         before = set(sys.modules)
         try:
-            with _environment(_lambda_environment(spec)):
+            with _environment(spec.lambda_environment()):
                 module = self._load_module(spec, module_path)
         except _InitError:
             raise
@@ -343,19 +343,6 @@ def _handler_frames(exc: BaseException) -> TracebackType | None:
     if tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         return tb.tb_next
     return tb
-
-
-def _lambda_environment(spec: FunctionSpec) -> dict[str, str]:
-    env = {
-        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
-        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_size),
-        "AWS_LAMBDA_LOG_GROUP_NAME": spec.log_group_name,
-        "LAMBDA_TASK_ROOT": str(spec.code_dir),
-        "_HANDLER": spec.handler,
-    }
-    env.update(spec.environment)
-    return env
 
 
 @contextmanager

@@ -73,6 +73,41 @@ def read_template(path: Path) -> dict[str, Any]:
     return data
 
 
+def resources_of_type(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    """The declarations of one resource type, by logical id, as written (Globals not merged,
+    nothing resolved)."""
+    return {
+        logical_id: resource
+        for logical_id, resource in (template.get("Resources") or {}).items()
+        if isinstance(resource, dict) and resource.get("Type") == resource_type
+    }
+
+
+def describe_functions(
+    template_path: Path | str | None = None,
+    *,
+    region: str = "us-east-1",
+    account_id: str = DEFAULT_ACCOUNT_ID,
+    stack_name: str = "hypd",
+) -> list[FunctionSpec]:
+    """The template's functions (``find_template()`` by default), sorted by logical id.
+
+    Resolved as the local cloud resolves them, without moto or network: ``Globals`` merged,
+    every intrinsic in the environment replaced by the value the stack would have on AWS
+    (deterministic names ``<stack>-<LogicalId>``, ARNs in ``region`` and ``account_id``, SQS
+    URLs on AWS's endpoint). For code that imports handlers outside the local cloud (the
+    cold-start benchmark, the build tests). Raises `TemplateError` like `Stack`.
+    """
+    stack = Stack(
+        template_path or find_template(),
+        region=region,
+        account_id=account_id,
+        stack_name=stack_name,
+        aws_endpoint=None,
+    )
+    return sorted(stack.functions.values(), key=lambda spec: spec.logical_id)
+
+
 # ---------------------------------------------------------------------------------- specs
 @dataclass(frozen=True)
 class Resource:
@@ -141,6 +176,9 @@ class AsyncConfig:
 
 @dataclass(frozen=True)
 class FunctionSpec:
+    """One Lambda function, every value resolved: the one description of a template's functions
+    (the local cloud runs it; `bench/cold_start.py` and `tests/build` read it too)."""
+
     logical_id: str
     name: str
     arn: str
@@ -150,17 +188,65 @@ class FunctionSpec:
     memory_size: int
     timeout: int
     environment: Mapping[str, str]
+    """The function's variables: ``Globals.Function`` merged with its own, intrinsics resolved."""
     layers: tuple[str, ...]
+    """Layer ARNs, in order."""
     role_arn: str
     description: str = ""
     architectures: tuple[str, ...] = ("x86_64",)
     tracing: str = "PassThrough"
     async_config: AsyncConfig | None = None
     """EventInvokeConfig and DeadLetterQueue: what happens to asynchronous invocations."""
+    layer_ids: tuple[str, ...] = ()
+    """Logical ids of the template's own layers among ``layers``, in order."""
 
     @property
     def log_group_name(self) -> str:
         return f"/aws/lambda/{self.name}"
+
+    @property
+    def handler_module(self) -> str:
+        """The dotted module name of ``Handler`` (``app`` for ``app.handler``)."""
+        return self.handler.rpartition(".")[0]
+
+    @property
+    def handler_attribute(self) -> str:
+        """The handler's name in its module (``handler`` for ``app.handler``)."""
+        return self.handler.rpartition(".")[2]
+
+    @property
+    def handler_path(self) -> str:
+        """The handler module's file, relative to the code directory."""
+        return self.handler_module.replace(".", "/") + ".py"
+
+    def lambda_environment(self) -> dict[str, str]:
+        """What the handler module sees in ``os.environ`` at import: Lambda's own variables for
+        this function, then the template's (``environment``)."""
+        return {
+            "AWS_LAMBDA_FUNCTION_NAME": self.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_size),
+            "AWS_LAMBDA_LOG_GROUP_NAME": self.log_group_name,
+            "LAMBDA_TASK_ROOT": str(self.code_dir),
+            "_HANDLER": self.handler,
+            **self.environment,
+        }
+
+    def standalone_environment(self) -> dict[str, str]:
+        """`lambda_environment` for a fresh process that imports the handler outside the local
+        cloud (the cold-start benchmark, the build tests): plus what Lambda's runtime also sets
+        (``AWS_EXECUTION_ENV``, the Region of the function's ARN) and fake credentials, so that
+        botocore never looks for real ones."""
+        region = self.arn.split(":")[3]
+        return {
+            **self.lambda_environment(),
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_{self.runtime}",
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+        }
 
 
 @dataclass(frozen=True)
@@ -258,7 +344,8 @@ class ApiSpec:
 class Stack:
     """A template resolved for one region, account and stack name.
 
-    ``aws_endpoint`` is used only for SQS queue URLs, which embed the endpoint.
+    ``aws_endpoint`` is used only for SQS queue URLs, which embed the endpoint; None means AWS's
+    own (``https://sqs.<region>.amazonaws.com``).
     """
 
     def __init__(
@@ -269,7 +356,7 @@ class Stack:
         account_id: str = DEFAULT_ACCOUNT_ID,
         stack_name: str = "hypd",
         parameters: Mapping[str, Any] | None = None,
-        aws_endpoint: str = "http://127.0.0.1:5000",
+        aws_endpoint: str | None = "http://127.0.0.1:5000",
         allow_external_layers: bool = False,
     ) -> None:
         self.template_path = Path(template_path).resolve()
@@ -279,7 +366,7 @@ class Stack:
         self.stack_name = stack_name
         self.partition = "aws-cn" if region.startswith("cn-") else "aws"
         self.url_suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
-        self.aws_endpoint = aws_endpoint.rstrip("/")
+        self.aws_endpoint = (aws_endpoint or f"https://sqs.{region}.{self.url_suffix}").rstrip("/")
         self.allow_external_layers = allow_external_layers
         self.template = read_template(self.template_path)
         self.warnings: list[str] = []
@@ -762,7 +849,8 @@ class Stack:
         layers = tuple(scalar_str(arn, f"{where}.Layers") for arn in
                        self._resolve_prop(logical_id, "Layers", []))
         layer_types = ("AWS::Serverless::LayerVersion", "AWS::Lambda::LayerVersion")
-        known_layers = {res.ref for res in self._planned.values() if res.type in layer_types}
+        known_layers = {res.ref: res.logical_id for res in self._planned.values()
+                        if res.type in layer_types}
         for arn in layers:
             if arn not in known_layers and not self.allow_external_layers:
                 raise TemplateError(
@@ -792,6 +880,7 @@ class Stack:
             architectures=tuple(self._resolve_prop(logical_id, "Architectures", ["x86_64"])),
             tracing="Active" if tracing == "Active" else "PassThrough",
             async_config=async_config,
+            layer_ids=tuple(known_layers[arn] for arn in layers if arn in known_layers),
         )
         if role is None:
             role_res = self._planned[f"{logical_id}Role"]

@@ -5,21 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.build.support import (
-    LAYER_TYPE,
-    ROOT,
-    SAM_VENV,
-    TEMPLATE,
-    load_template,
-    resources_of_type,
-)
+from hypd_local.template import read_template, resources_of_type
+from tests.build.support import LAYER_TYPE, ROOT, SAM_VENV, TEMPLATE
 
 
 def tool_environment(**extra: str) -> dict[str, str]:
@@ -59,7 +52,6 @@ def require_tool(path: Path) -> Path:
 @dataclass(frozen=True)
 class SamBuild:
     build_dir: Path
-    template: Mapping[str, Any]
 
     def artefact(self, logical_id: str) -> Path:
         return self.build_dir / logical_id
@@ -70,7 +62,7 @@ class SamBuild:
 
 @pytest.fixture(scope="session")
 def template() -> dict[str, Any]:
-    return load_template(TEMPLATE)
+    return read_template(TEMPLATE)
 
 
 @pytest.fixture(scope="session")
@@ -100,4 +92,4 @@ def sam_build(tmp_path_factory: pytest.TempPathFactory, template: dict[str, Any]
     assert (build_dir / "template.yaml").is_file(), result.stderr
     for logical_id in resources_of_type(template, LAYER_TYPE):
         assert (build_dir / logical_id / "python").is_dir(), f"{logical_id} has no python/ dir"
-    return SamBuild(build_dir=build_dir, template=template)
+    return SamBuild(build_dir=build_dir)

@@ -1,4 +1,4 @@
-"""Shared helpers of the build tests: paths, the template, environments and static imports."""
+"""Shared helpers of the build tests: paths, environments, static imports and artefacts."""
 
 from __future__ import annotations
 
@@ -6,21 +6,17 @@ import ast
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from cfnlint.decode import decode
+from hypd_local.template import FunctionSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 DEV_VENV = ROOT / ".venv"
 SAM_VENV = ROOT / ".venv-sam"
 CHECKOV_VENV = ROOT / ".venv-checkov"
-
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
 
 FUNCTION_TYPE = "AWS::Serverless::Function"
 LAYER_TYPE = "AWS::Serverless::LayerVersion"
@@ -36,114 +32,20 @@ def stdlib_312() -> frozenset[str]:
 
 
 # ----------------------------------------------------------------------------------- template
+# Reading the template and resolving its functions is hypd_local.template's job
+# (read_template, resources_of_type, describe_functions): the local cloud uses the same code.
 
 
-def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
-    """The template as cfn-lint decodes it (short-form intrinsics become {"Fn::...": ...})."""
-    template, matches = decode(str(path))
-    if matches or template is None:
-        raise AssertionError(f"{path} does not parse: {matches}")
-    return dict(template)
-
-
-def resources_of_type(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+def lambda_environment(function: FunctionSpec) -> dict[str, str]:
+    """The whole environment of a Lambda process for the function: hypd_local's
+    `standalone_environment` (Lambda's variables, the template's with intrinsics resolved, a
+    region, fake credentials) and the runtime's locale, time zone and PATH."""
     return {
-        logical_id: resource
-        for logical_id, resource in template.get("Resources", {}).items()
-        if resource.get("Type") == resource_type
+        **function.standalone_environment(),
+        "TZ": ":UTC",
+        "LANG": "en_US.UTF-8",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
     }
-
-
-@dataclass(frozen=True)
-class Function:
-    """What the build tests need to know about one AWS::Serverless::Function."""
-
-    logical_id: str
-    code_uri: str
-    handler: str
-    environment: dict[str, Any] = field(default_factory=dict)
-    layers: tuple[str, ...] = ()  # logical ids of the template's own layers (Ref)
-
-    @property
-    def handler_module(self) -> str:
-        return self.handler.rsplit(".", 1)[0]
-
-    @property
-    def handler_attribute(self) -> str:
-        return self.handler.rsplit(".", 1)[1]
-
-    @property
-    def handler_path(self) -> str:
-        """The handler module's path relative to the function's code directory."""
-        return self.handler_module.replace(".", "/") + ".py"
-
-
-def functions(template: Mapping[str, Any]) -> list[Function]:
-    global_function = template.get("Globals", {}).get("Function", {})
-    global_env = global_function.get("Environment", {}).get("Variables", {})
-    found = []
-    for logical_id, resource in resources_of_type(template, FUNCTION_TYPE).items():
-        props = resource.get("Properties", {})
-        env = {**global_env, **props.get("Environment", {}).get("Variables", {})}
-        layers = [*global_function.get("Layers", []), *props.get("Layers", [])]
-        found.append(
-            Function(
-                logical_id=logical_id,
-                code_uri=str(props.get("CodeUri", global_function.get("CodeUri"))),
-                handler=str(props.get("Handler", global_function.get("Handler"))),
-                environment=env,
-                layers=tuple(
-                    str(layer["Ref"])
-                    for layer in layers
-                    if isinstance(layer, Mapping) and "Ref" in layer
-                ),
-            )
-        )
-    return sorted(found, key=lambda f: f.logical_id)
-
-
-def _dummy(value: Any, template: Mapping[str, Any]) -> str:
-    """A plausible stand-in for an intrinsic that only CloudFormation can resolve."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and len(value) == 1:
-        ((key, arg),) = value.items()
-        if key == "Ref":
-            parameter = template.get("Parameters", {}).get(arg)
-            if parameter is not None:
-                return str(parameter.get("Default", f"dummy-{arg}"))
-            resource_type = template.get("Resources", {}).get(arg, {}).get("Type", "")
-            if resource_type.endswith("StateMachine"):
-                return f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{arg}"
-            if resource_type == "AWS::SQS::Queue":
-                return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{arg}"
-            return f"hypd-test-{arg}"
-        if key == "Fn::GetAtt":
-            target = arg if isinstance(arg, str) else ".".join(map(str, arg))
-            return f"arn:aws:dummy:{REGION}:{ACCOUNT}:{target}"
-    return "dummy"
-
-
-def lambda_environment(function: Function, template: Mapping[str, Any]) -> dict[str, str]:
-    """The variables Lambda would give the function: the template's (intrinsics replaced by
-    dummies) plus the runtime's own. Fake credentials keep botocore off the network."""
-    env = {name: _dummy(value, template) for name, value in function.environment.items()}
-    env.update(
-        {
-            "AWS_REGION": REGION,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_SESSION_TOKEN": "testing",
-            "AWS_LAMBDA_FUNCTION_NAME": function.logical_id,
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
-            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
-            "TZ": ":UTC",
-            "LANG": "en_US.UTF-8",
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        }
-    )
-    return env
 
 
 # ---------------------------------------------------------------------------- static imports

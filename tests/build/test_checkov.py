@@ -16,15 +16,9 @@ from typing import Any
 
 import pytest
 
+from hypd_local.template import resources_of_type
 from tests.build.conftest import require_tool, run
-from tests.build.support import (
-    CHECKOV_VENV,
-    FUNCTION_TYPE,
-    ROOT,
-    SAM_VENV,
-    TEMPLATE,
-    resources_of_type,
-)
+from tests.build.support import CHECKOV_VENV, FUNCTION_TYPE, ROOT, SAM_VENV, TEMPLATE
 
 pytestmark = pytest.mark.build
 

@@ -13,31 +13,35 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from hypd_local.template import (
+    FunctionSpec,
+    describe_functions,
+    read_template,
+    resources_of_type,
+)
 from tests.build.conftest import SamBuild, run
 from tests.build.support import (
     LAYER_TYPE,
     ROOT,
-    Function,
+    TEMPLATE,
     check_import_closure,
     defines_top_level,
     elf_machine,
-    functions,
     installed_distributions,
     lambda_environment,
-    load_template,
     read_pins,
-    resources_of_type,
     wheel_tags,
 )
 
 pytestmark = pytest.mark.build
 
-FUNCTIONS = {f.logical_id: f for f in functions(load_template())}
-LAYERS = sorted(resources_of_type(load_template(), LAYER_TYPE))
+FUNCTIONS = {f.logical_id: f for f in describe_functions(TEMPLATE)}
+LAYERS = sorted(resources_of_type(read_template(TEMPLATE), LAYER_TYPE))
 
 # Lambda's limit for a function and all its layers, unzipped.
 LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024
@@ -49,22 +53,22 @@ def size_of(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def layer_dirs(sam_build: SamBuild, function: Function) -> list[Path]:
-    return [sam_build.layer_python(layer) for layer in function.layers]
+def layer_dirs(sam_build: SamBuild, function: FunctionSpec) -> list[Path]:
+    return [sam_build.layer_python(layer) for layer in function.layer_ids]
 
 
 def test_template_has_functions_and_a_layer() -> None:
     assert FUNCTIONS
     assert LAYERS
     for function in FUNCTIONS.values():
-        assert function.layers, f"{function.logical_id} uses none of the template's layers"
+        assert function.layer_ids, f"{function.logical_id} uses none of the template's layers"
 
 
 @pytest.mark.parametrize("logical_id", sorted(FUNCTIONS))
 def test_function_artefact_is_its_own_modules_only(sam_build: SamBuild, logical_id: str) -> None:
     function = FUNCTIONS[logical_id]
     built = sorted(p.name for p in sam_build.artefact(logical_id).iterdir())
-    source = sorted(p.name for p in (ROOT / function.code_uri).glob("*.py"))
+    source = sorted(p.name for p in function.code_dir.glob("*.py"))
     assert built == source
 
 
@@ -202,7 +206,7 @@ def test_handler_imports_under_python312(sam_build: SamBuild, logical_id: str) -
     python = find_python312()
     if python is None:
         pytest.skip("no CPython 3.12 found (set HYPD_PYTHON312 to run this check)")
-    function = FUNCTIONS[logical_id]
+    function = replace(FUNCTIONS[logical_id], code_dir=sam_build.artefact(logical_id))
     # -I: isolated like Lambda's runtime (no user site, no PYTHON* variables, no cwd on the
     # path); -B: leave the artefacts as built. sys.path: /var/task, then /opt/python.
     result = subprocess.run(  # noqa: S603 - fixed arguments
@@ -212,11 +216,11 @@ def test_handler_imports_under_python312(sam_build: SamBuild, logical_id: str) -
             "-B",
             "-c",
             IMPORT_HANDLER.format(handler=function.handler),
-            str(sam_build.artefact(logical_id)),
+            str(function.code_dir),
             *map(str, layer_dirs(sam_build, function)),
         ],
-        cwd=sam_build.artefact(logical_id),
-        env=lambda_environment(function, sam_build.template),
+        cwd=function.code_dir,
+        env=lambda_environment(function),
         capture_output=True,
         text=True,
         check=False,

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from tests.build.support import ROOT, STATE_MACHINE_TYPE, load_template, resources_of_type
+from hypd_local.template import read_template, resources_of_type
+from tests.build.support import ROOT, STATE_MACHINE_TYPE, TEMPLATE
 
 pytestmark = pytest.mark.build
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
-STATE_MACHINES = resources_of_type(load_template(), STATE_MACHINE_TYPE)
+STATE_MACHINES = resources_of_type(read_template(TEMPLATE), STATE_MACHINE_TYPE)
 
 
 def test_template_has_state_machines() -> None:
