@@ -7,12 +7,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from moto.core.exceptions import JsonRESTError
-from moto.eks.models import EKSBackend
-from moto.sagemaker.models import SageMakerModelBackend
-
-_BACKENDS: dict[str, type] = {"eks": EKSBackend, "sagemaker": SageMakerModelBackend}
-
 
 @contextlib.contextmanager
 def fail_calls(
@@ -24,30 +18,32 @@ def fail_calls(
     times: int,
     block: threading.Event | None = None,
 ) -> Iterator[list[int]]:
-    """Make the next `times` calls of `service`.`method` on the local cloud fail with
-    `error_code` (an AWS error code), or, with `block`, wait until the event is set and then
-    answer normally. Yields a one-item list counting the calls seen."""
-    backend = _BACKENDS[service]
-    original = getattr(backend, method)
+    """Make the next `times` calls of `service`.`method` (snake_case) on the local cloud fail
+    with `error_code` (an AWS error code, through the emulator's fault injection), or, with
+    `block`, wait until the event is set and then answer normally. Yields a one-item list
+    counting the calls the emulator saw."""
+    emulator = {"eks": cloud.emulation.eks, "sagemaker": cloud.emulation.hyperpod}[service]
+    original = getattr(emulator, method)
     seen = [0]
     lock = threading.Lock()
 
-    def patched(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def counted(params: dict[str, Any]) -> Any:
         with lock:
             seen[0] += 1
-            affected = seen[0] <= times
-        if affected and block is not None:
-            if not block.wait(timeout=60):
-                raise TimeoutError("the test never released the blocked call")
-        elif affected and error_code is not None:
-            raise JsonRESTError(error_code, f"injected {error_code} on {service}.{method}")
-        return original(self, *args, **kwargs)
+            blocked = block is not None and seen[0] <= times
+        if blocked and block is not None and not block.wait(timeout=60):
+            raise TimeoutError("the test never released the blocked call")
+        return original(params)
 
-    setattr(backend, method, patched)
+    setattr(emulator, method, counted)
+    if error_code is not None:
+        operation = "".join(word.capitalize() for word in method.split("_"))
+        cloud.faults.fail(service, operation, code=error_code, times=times)
     try:
         yield seen
     finally:
-        setattr(backend, method, original)
+        setattr(emulator, method, original)
+        cloud.faults.clear()
 
 
 def records_in_table(cloud: Any, pk_prefix: str) -> list[str]:

@@ -8,12 +8,13 @@ operation to its end and prints what a user wants to see: the stages and the clu
 from __future__ import annotations
 
 import argparse
-import os
+import contextlib
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.tables import render_table
@@ -36,44 +37,57 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hypd_local.cloud import LocalCloud
-    from hypd_local.seed import seed_clusters
     from hypd_local.template import find_template
 
     template = args.template or find_template()
-    parameters = {}
-    if not args.verbose:
-        # The functions log to stdout, as on Lambda; keep the demo's output to what it prints.
-        parameters["LogLevel"] = "ERROR"
-        os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
-    print(f"Starting the local cloud on {template} ...")
-    with LocalCloud(template, region=args.region, parameters=parameters) as cloud:
+    if args.verbose:
+        return _demo(template, args.region, sys.stdout)
+    # The functions write their logs and EMF metrics to stdout, as on Lambda: send those to a
+    # log file and keep the terminal for what the demo itself reports.
+    out = sys.stdout
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="hypd-demo-", suffix=".log", delete=False
+    ) as log, contextlib.redirect_stdout(log):
+        code = _demo(template, args.region, out)
+    print(f"Function logs and metrics: {log.name}", file=out)
+    return code
+
+
+def _demo(template: Path, region: str, out: TextIO) -> int:
+    from hypd_local.cloud import LocalCloud
+    from hypd_local.seed import seed_clusters
+
+    def say(*parts: object) -> None:
+        print(*parts, file=out, flush=True)
+
+    say(f"Starting the local cloud on {template} ...")
+    with LocalCloud(template, region=region) as cloud:
         seeded = seed_clusters(cloud)
-        print(f"Seeded {_describe_seed(seeded)}")
+        say(f"Seeded {_describe_seed(seeded)}")
         api = ApiClient(cloud.api_url)
         try:
             accepted = api.post("/clusters/discover")
         except ApiError as exc:
-            print(f"discover was refused: {exc}", file=sys.stderr)
+            say(f"discover was refused: {exc}")
             return 1
         operation_id = accepted["operationId"]
-        print(f"POST /clusters/discover -> 202 {operation_id}")
+        say(f"POST /clusters/discover -> 202 {operation_id}")
         operation = follow(api, cloud, operation_id)
-        print()
-        print(f"Operation {operation_id} ({operation['kind']}): {operation['status']}")
-        print(stage_table(operation))
+        say()
+        say(f"Operation {operation_id} ({operation['kind']}): {operation['status']}")
+        say(stage_table(operation))
         if operation["status"] != "SUCCEEDED":
             error = operation.get("error") or {}
-            print(f"\nFailed: {error.get('code')}: {error.get('message')}", file=sys.stderr)
+            say(f"\nFailed: {error.get('code')}: {error.get('message')}")
             return 1
         clusters = api.get("/clusters")["clusters"]
-        print()
-        print(f"Clusters ({len(clusters)}), from GET /clusters:")
-        print(cluster_table(clusters))
+        say()
+        say(f"Clusters ({len(clusters)}), from GET /clusters:")
+        say(cluster_table(clusters))
         output = operation.get("output") or {}
         if output.get("conflicts"):
-            print(f"\nConflicts: {output['conflicts']}")
-        print(
+            say(f"\nConflicts: {output['conflicts']}")
+        say(
             f"\nDone: {len(output.get('recorded', []))} clusters recorded from "
             f"{output.get('eksClusters', 0)} EKS and {output.get('hyperPodClusters', 0)} HyperPod "
             f"clusters; REST API was {cloud.api_url}"

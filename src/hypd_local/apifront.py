@@ -26,7 +26,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,9 @@ from hypd_local.lambdas import LambdaRuntime
 from hypd_local.template import ApiSpec, RouteSpec
 
 LOG = logging.getLogger(__name__)
+
+AdminHandler = Callable[[Any], tuple[int, Any]]
+"""A `/_local/...` endpoint: the decoded JSON body (or None) -> (status, JSON-able body)."""
 
 _JSON = "application/json"
 
@@ -89,8 +92,10 @@ class ApiFront:
         region: str,
         host: str = "127.0.0.1",
         port: int = 0,
+        admin: Mapping[tuple[str, str], AdminHandler] | None = None,
     ) -> None:
         self.api = api
+        self._admin = dict(admin or {})
         self._lambdas = lambdas
         self._clock = clock
         self._account_id = account_id
@@ -139,7 +144,7 @@ class ApiFront:
 
     def _dispatch(self, request: Request) -> Response:
         path = request.path
-        if path == "/_local/clock" or path == "/_local/health":
+        if path.startswith("/_local/"):
             return self._local(request)
         parts = _split(path)
         if not parts or parts[0] != self.api.stage:
@@ -147,6 +152,18 @@ class ApiFront:
         return self._proxy(request, parts[1:])
 
     def _local(self, request: Request) -> Response:
+        handler = self._admin.get((request.method.upper(), request.path))
+        if handler is not None:
+            try:
+                body = json.loads(request.get_data() or b"null")
+            except ValueError:
+                return _json(400, {"message": "the body is not JSON"})
+            status, payload = handler(body)
+            return _json(status, payload)
+        if any(path == request.path for _, path in self._admin):
+            return _json(405, {"message": "Method not allowed"})
+        if request.path not in ("/_local/health", "/_local/clock"):
+            return _json(404, {"message": f"no local endpoint {request.path}"})
         if request.path == "/_local/health":
             return _json(200, {"status": "ok"})
         if request.method == "GET":

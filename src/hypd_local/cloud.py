@@ -25,9 +25,11 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from hypd_local import patches
 from hypd_local.activity import Activity
-from hypd_local.apifront import ApiFront
+from hypd_local.apifront import AdminHandler, ApiFront
 from hypd_local.asyncinvoke import AsyncFailure, AsyncInvoker
 from hypd_local.clock import VirtualClock
+from hypd_local.emulation import Emulation
+from hypd_local.emulator.faults import Faults, admin_routes
 from hypd_local.eventbus import (
     EXECUTION_STATUS_CHANGE,
     DeliveryFailure,
@@ -119,6 +121,7 @@ class LocalCloud:
         self._executions: dict[str, Any] = {}
         self._executions_cond = threading.Condition()
         self._hypd_clock: Any = None
+        self.emulation: Emulation | None = None
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> LocalCloud:
@@ -148,6 +151,12 @@ class LocalCloud:
     def _start(self) -> None:
         global _last_aws_port
         _reset_moto()
+        self.emulation = Emulation(
+            clock=self.clock,
+            emit=self._emit_from_service,
+            account_id=self.account_id,
+            region=self.region,
+        )
         self._start_moto()
         _last_aws_port = self.aws_port
         self._set_environment()
@@ -173,6 +182,7 @@ class LocalCloud:
             region=self.region,
         )
         patches.activate(self)
+        self.emulation.start(sts_endpoint=self.aws_endpoint)
         self._use_virtual_time_in_domain()
         provision(self._stack, self.client)
         api = self._choose_api()
@@ -184,6 +194,7 @@ class LocalCloud:
                 account_id=self.account_id,
                 region=self.region,
                 port=self._api_port,
+                admin=self._admin_routes(),
             )
             self._front.start()
         LOG.info("local cloud up: API %s, AWS %s", self.api_url if api else "-", self.aws_endpoint)
@@ -204,6 +215,8 @@ class LocalCloud:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+        if self.emulation is not None:
+            self.emulation.stop()
         patches.deactivate(self)
         self._restore_domain_time()
         if self._lambdas is not None:
@@ -430,12 +443,60 @@ class LocalCloud:
             LOG.exception("cannot emit the status event of %s", execution.exec_arn)
 
     # ------------------------------------------------------------------ internals
+    @property
+    def faults(self) -> Faults:
+        """Injected AWS errors by (service, operation): see `hypd_local.emulator.faults`."""
+        if self.emulation is None:
+            raise RuntimeError("the local cloud is not running")
+        return self.emulation.faults
+
+    def _emit_from_service(
+        self,
+        source: str,
+        detail_type: str,
+        detail: Mapping[str, Any],
+        resources: list[str] | None = None,
+    ) -> None:
+        if self._delivery is None or self._stopping:
+            LOG.debug("dropped %s %s: the event bus is not up", source, detail_type)
+            return
+        self.emit_event(source, detail_type, detail, resources)
+
+    def _admin_routes(self) -> dict[tuple[str, str], AdminHandler]:
+        """The `/_local/` endpoints beyond the clock: info, clock advance and faults."""
+
+        def info(_body: Any) -> tuple[int, Any]:
+            return 200, {
+                "awsEndpoint": self.aws_endpoint,
+                "region": self.region,
+                "accountId": self.account_id,
+                "apiUrl": self.api_url,
+                "now": self.clock.now().isoformat(),
+            }
+
+        def advance(body: Any) -> tuple[int, Any]:
+            seconds = body.get("seconds") if isinstance(body, dict) else None
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+                return 400, {"message": 'expected {"seconds": N} with N >= 0'}
+            return 200, {"now": self.clock.advance(float(seconds)).isoformat()}
+
+        routes: dict[tuple[str, str], AdminHandler] = {
+            ("GET", "/_local/info"): info,
+            ("POST", "/_local/clock/advance"): advance,
+        }
+        routes.update(admin_routes(self.faults))
+        if self.emulation is not None:
+            routes.update(self.emulation.admin_routes())
+        return routes
+
     def _start_moto(self) -> None:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
         # moto's ThreadedMotoServer binds inside its thread and hangs if the port is taken;
         # binding here makes a bad port an immediate error.
-        app = DomainDispatcherApplication(create_backend_app)
+        assert self.emulation is not None
+        # EKS and HyperPod operations go to the emulators; every other request to moto.
+        app = self.emulation.wrap(DomainDispatcherApplication(create_backend_app))
         if self._aws_port:
             ports = [self._aws_port]
         else:

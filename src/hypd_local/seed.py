@@ -110,7 +110,8 @@ def seed_clusters(
     eks_role = _ensure_role(iam, "hypd-local-eks-cluster", "eks.amazonaws.com")
     execution_role = _ensure_role(iam, "hypd-local-hyperpod-execution", "sagemaker.amazonaws.com")
 
-    seeded = []
+    pending: list[tuple[ClusterSeed, dict[str, Any], str, tuple[str, ...], tuple[str, ...], str]]
+    pending = []
     for index, item in enumerate(clusters):
         seed = item if isinstance(item, ClusterSeed) else ClusterSeed(str(item))
         zones = seed.availability_zones or (f"{region}a", f"{region}b")
@@ -141,8 +142,19 @@ def seed_clusters(
                 "endpointPrivateAccess": True,
             },
             accessConfig={"authenticationMode": "API"},
-            tags=dict(seed.tags),
+            # AWS refuses an empty tag map: send tags only when there are some.
+            **({"tags": dict(seed.tags)} if seed.tags else {}),
         )["cluster"]
+        pending.append((seed, eks_cluster, vpc_id, control_plane, compute, security_group))
+
+    # HyperPod accepts only an ACTIVE EKS cluster: wait for the control planes (8-12 virtual
+    # minutes on the local cloud; the waiter's sleeps are virtual there).
+    waiter = eks.get_waiter("cluster_active")
+    for seed, *_ in pending:
+        waiter.wait(name=seed.eks_cluster_name, WaiterConfig={"Delay": 30, "MaxAttempts": 60})
+
+    seeded = []
+    for seed, eks_cluster, vpc_id, control_plane, compute, security_group in pending:
         hyperpod_arn = None
         if seed.hyperpod:
             hyperpod_arn = sagemaker.create_cluster(
@@ -155,7 +167,6 @@ def seed_clusters(
                         "InstanceCount": group.count,
                         "ExecutionRole": execution_role,
                         "ThreadsPerCore": group.threads_per_core,
-                        # moto requires a life-cycle configuration in an s3://sagemaker-* bucket.
                         "LifeCycleConfig": {
                             "SourceS3Uri": f"s3://sagemaker-hypd-local-{region}/lifecycle/",
                             "OnCreate": "on_create.sh",
@@ -166,7 +177,8 @@ def seed_clusters(
                 VpcConfig={"SecurityGroupIds": [security_group], "Subnets": list(compute)},
                 NodeRecovery="Automatic",
                 NodeProvisioningMode="Continuous",
-                Tags=[{"Key": key, "Value": value} for key, value in seed.tags.items()],
+                **({"Tags": [{"Key": k, "Value": v} for k, v in seed.tags.items()]}
+                   if seed.tags else {}),
             )["ClusterArn"]
         seeded.append(SeededCluster(
             name=seed.name,
@@ -178,7 +190,20 @@ def seed_clusters(
             compute_subnet_ids=compute,
             security_group_id=security_group,
         ))
+    clock = getattr(target, "clock", None)
+    if clock is not None:
+        _wait_in_service(sagemaker, [s.name for s in seeded if s.hyperpod_arn], clock)
     return seeded
+
+
+def _wait_in_service(sagemaker: Any, names: list[str], clock: Any) -> None:
+    """Let virtual time pass until every HyperPod cluster is InService (or ended Failed)."""
+    for _ in range(240):
+        statuses = [sagemaker.describe_cluster(ClusterName=n)["ClusterStatus"] for n in names]
+        if all(status in ("InService", "Failed") for status in statuses):
+            return
+        clock.sleep(30)
+    raise TimeoutError(f"HyperPod clusters {names} were not InService after 2 virtual hours")
 
 
 def _ensure_role(iam: Any, name: str, service: str) -> str:

@@ -31,5 +31,9 @@ def test_seeding_with_a_boto3_session(cloud: LocalCloud) -> None:
     (seeded,) = seed_clusters(cloud.boto3_session(), ["delta"])
 
     assert seeded.hyperpod_arn is not None
-    described = cloud.client("sagemaker").describe_cluster(ClusterName="delta")
-    assert described["ClusterStatus"] == "InService"
+    # A plain session cannot move virtual time: the cluster is still being created...
+    sagemaker = cloud.client("sagemaker")
+    assert sagemaker.describe_cluster(ClusterName="delta")["ClusterStatus"] == "Creating"
+    # ...until time passes, as on AWS.
+    cloud.clock.advance(3600)
+    assert sagemaker.describe_cluster(ClusterName="delta")["ClusterStatus"] == "InService"

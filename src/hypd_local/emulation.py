@@ -1,0 +1,381 @@
+"""The EKS and HyperPod emulators wired into a running local cloud.
+
+`Emulation` owns the emulators, the injected faults and the Kubernetes API servers, and keeps
+them consistent as virtual time passes:
+
+* requests for emulated operations reach the emulators through `EmulatorMiddleware`, in front
+  of moto's app (everything else still goes to moto);
+* every clock advance (and a slow real-time ticker, for a server left running) calls `tick()`,
+  which lets the emulators emit the events that came due and then syncs Kubernetes: an ACTIVE
+  EKS cluster gets its API server (endpoint and CA returned by DescribeCluster), a deleted one
+  loses it, and HyperPod nodes join, change labels and leave as their instances do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, cast
+
+from hypd_local.clock import VirtualClock
+from hypd_local.emulator.eks import ADDON_ISSUE_CODES, EksEmulator
+from hypd_local.emulator.eks_model import AccessDecision as EksAccess
+from hypd_local.emulator.errors import AwsError
+from hypd_local.emulator.faults import Faults
+from hypd_local.emulator.hyperpod import HyperPodEmulator
+from hypd_local.emulator.middleware import EmulatorMiddleware
+from hypd_local.kube import AccessDecision, AccessPolicy, KubeApiRegistry
+
+LOG = logging.getLogger(__name__)
+
+class Emit(Protocol):
+    """Put an event on the default bus (the emulators call it by position or by keyword)."""
+
+    def __call__(
+        self,
+        source: str,
+        detail_type: str,
+        detail: Mapping[str, Any],
+        resources: list[str] | None = None,
+    ) -> None: ...
+
+
+AdminHandler = Callable[[Any], tuple[int, Any]]
+
+HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+TICK_INTERVAL_SECONDS = 1.0
+
+
+def kube_access(decision: EksAccess | None) -> AccessDecision | None:
+    """The EKS emulator's access decision in the Kubernetes API server's terms."""
+    if decision is None:
+        return None
+    return AccessDecision(
+        username=decision.username,
+        groups=tuple(decision.groups),
+        policies=tuple(
+            AccessPolicy(p.policy_arn, tuple(p.namespaces) if p.scope_type == "namespace" else ())
+            for p in decision.policies
+        ),
+    )
+
+
+class Emulation:
+    def __init__(
+        self,
+        *,
+        clock: VirtualClock,
+        emit: Emit,
+        account_id: str,
+        region: str,
+    ) -> None:
+        self.clock = clock
+        self.region = region
+        self.account_id = account_id
+        self.faults = Faults()
+        self.eks = EksEmulator(
+            clock,
+            cast(Any, emit),
+            account_id,
+            region,
+            subnet_vpc=lambda s: self._subnet(s, "vpc_id"),
+        )
+        self.hyperpod = HyperPodEmulator(
+            clock,
+            cast(Any, emit),
+            account_id,
+            region,
+            eks_lookup=self._eks_status,
+            subnet_zone=lambda s: self._subnet(s, "availability_zone"),
+        )
+        self.kube: KubeApiRegistry | None = None
+        self._joined: dict[str, set[str]] = {}
+        self._tick_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+
+    # ------------------------------------------------------------------ life cycle
+    def wrap(self, app: Any) -> EmulatorMiddleware:
+        return EmulatorMiddleware(
+            app,
+            emulators={"sagemaker": self.hyperpod, "eks": self.eks},
+            faults=self.faults,
+            region=self.region,
+            account_id=self.account_id,
+        )
+
+    def start(self, sts_endpoint: str) -> None:
+        self.kube = KubeApiRegistry(self.clock, sts_endpoint=sts_endpoint)
+        self._unsubscribe = self.clock.subscribe(lambda _now: self.tick())
+        self._stop.clear()
+        self._ticker = threading.Thread(
+            target=self._tick_forever, name="emulator-tick", daemon=True
+        )
+        self._ticker.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
+            self._ticker = None
+        if self.kube is not None:
+            self.kube.stop_all()
+            self.kube = None
+        self._joined.clear()
+
+    def _tick_forever(self) -> None:
+        # The clock also moves with real time; this makes events of a server left alone come due.
+        while not self._stop.wait(TICK_INTERVAL_SECONDS):
+            try:
+                self.tick()
+            except Exception:
+                LOG.exception("emulator tick failed")
+
+    # ------------------------------------------------------------------ time passes
+    def tick(self) -> None:
+        """Emit what came due and bring the Kubernetes side in line with the emulators."""
+        if not self._tick_lock.acquire(blocking=False):
+            return  # another thread is ticking; it will see the same state
+        try:
+            self.eks.tick()
+            self.hyperpod.tick()
+            if self.kube is not None:
+                self._sync_kubernetes(self.kube)
+        finally:
+            self._tick_lock.release()
+
+    def _sync_kubernetes(self, kube: KubeApiRegistry) -> None:
+        active: set[str] = set()
+        for name in self._eks_cluster_names():
+            cluster = self.eks.describe_cluster({"name": name})["cluster"]
+            if cluster["status"] not in ("ACTIVE", "UPDATING"):
+                continue
+            active.add(name)
+            if name not in kube:
+                url = kube.ensure(name, self._authorizer(name))
+                server = kube.get(name)
+                assert server is not None
+                self.eks.set_endpoint(name, url, server.certificate_authority_data)
+        for name in kube.names():
+            if name not in active:
+                kube.remove(name)
+                self._joined.pop(name, None)
+        self._sync_nodes(kube, active)
+
+    def _sync_nodes(self, kube: KubeApiRegistry, active: set[str]) -> None:
+        for summary in self._hyperpod_clusters():
+            cluster = self.hyperpod.describe_cluster({"ClusterName": summary["ClusterName"]})
+            eks_arn = ((cluster.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn", "")
+            eks_name = eks_arn.rsplit("/", 1)[-1]
+            server = kube.get(eks_name) if eks_name in active else None
+            if server is None:
+                continue
+            joined = self._joined.setdefault(eks_name, set())
+            seen: set[str] = set()
+            for node in self._nodes(summary["ClusterName"]):
+                status = node["InstanceStatus"]["Status"]
+                if status in ("Pending", "ShuttingDown", "NotFound"):
+                    continue
+                name = f"hyperpod-{node['InstanceId']}"
+                seen.add(name)
+                health = "Schedulable" if status == "Running" else "Unschedulable"
+                labels = {
+                    "node.kubernetes.io/instance-type": node["InstanceType"],
+                    "sagemaker.amazonaws.com/instance-group-name": node["InstanceGroupName"],
+                    "sagemaker.amazonaws.com/compute-type": "hyperpod",
+                    HEALTH_LABEL: health,
+                }
+                if name not in joined:
+                    server.join_node(name, labels, ready=status == "Running")
+                    joined.add(name)
+                else:
+                    server.update_node_labels(name, {HEALTH_LABEL: health})
+                    server.set_node_ready(name, status == "Running")
+            for gone in joined - seen:
+                server.remove_node(gone)
+            joined &= seen
+
+    def _authorizer(self, cluster_name: str) -> Callable[[str], AccessDecision | None]:
+        def authorize(principal_arn: str) -> AccessDecision | None:
+            return kube_access(self.eks.authorize(cluster_name, principal_arn))
+
+        return authorize
+
+    # ------------------------------------------------------------------ admin routes
+    def admin_routes(self) -> dict[tuple[str, str], AdminHandler]:
+        """``/_local/faults/...`` endpoints for the emulators' own fault hooks.
+
+        Each takes a JSON object, answers 201 ``{"injected": <what>, ...}``; 400
+        ``{"message": ...}`` naming the field when the body is wrong; the status of the AWS error
+        (e.g. 404) when the emulator refuses (unknown cluster, node or add-on).
+        """
+
+        def hyperpod_create_fails(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, optional={"clusterName": str, "message": str})
+            message = fields.get("message") or (
+                "Cluster creation failed: lifecycle script exited with a non-zero code.")
+            self.hyperpod.fail_next_create(fields.get("clusterName"), message)
+            return 201, {"injected": "hyperpod/create-fails",
+                         "clusterName": fields.get("clusterName"), "message": message}
+
+        def hyperpod_node_unhealthy(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, required={"clusterName": str, "nodeId": str},
+                             optional={"reason": str, "action": str})
+            action = fields.get("action", "Replace")
+            if action not in ("Reboot", "Replace"):
+                raise _BadField("action", 'must be "Reboot" or "Replace"')
+            reason = fields.get("reason") or "GPU health check failed"
+            self.hyperpod.make_node_unhealthy(fields["clusterName"], fields["nodeId"], reason,
+                                              action)
+            self.tick()
+            return 201, {"injected": "hyperpod/node-unhealthy", "clusterName":
+                         fields["clusterName"], "nodeId": fields["nodeId"], "reason": reason,
+                         "action": action}
+
+        def hyperpod_insufficient_capacity(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, required={"instanceType": str, "availabilityZone": str},
+                             optional={"enabled": bool})
+            enabled = fields.get("enabled", True)
+            self.hyperpod.insufficient_capacity(fields["instanceType"],
+                                                fields["availabilityZone"], enabled)
+            return 201, {"injected": "hyperpod/insufficient-capacity",
+                         "instanceType": fields["instanceType"],
+                         "availabilityZone": fields["availabilityZone"], "enabled": enabled}
+
+        def eks_create_fails(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, optional={"name": str, "message": str})
+            self.eks.fail_next_cluster(fields.get("name"), fields.get("message") or "")
+            return 201, {"injected": "eks/create-fails", "name": fields.get("name"),
+                         "message": fields.get("message")}
+
+        def eks_addon_degraded(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, required={"clusterName": str, "addonName": str},
+                             optional={"issueCode": str, "message": str})
+            code = fields.get("issueCode", "InsufficientNumberOfReplicas")
+            if code not in ADDON_ISSUE_CODES:
+                raise _BadField("issueCode", f"must be one of {', '.join(ADDON_ISSUE_CODES)}")
+            self.eks.degrade_addon(fields["clusterName"], fields["addonName"], code,
+                                   fields.get("message") or "")
+            self.tick()
+            return 201, {"injected": "eks/addon-degraded", "clusterName": fields["clusterName"],
+                         "addonName": fields["addonName"], "issueCode": code}
+
+        handlers: dict[str, AdminHandler] = {
+            "hyperpod/create-fails": hyperpod_create_fails,
+            "hyperpod/node-unhealthy": hyperpod_node_unhealthy,
+            "hyperpod/insufficient-capacity": hyperpod_insufficient_capacity,
+            "eks/create-fails": eks_create_fails,
+            "eks/addon-degraded": eks_addon_degraded,
+        }
+        return {("POST", f"/_local/faults/{path}"): _guarded(handler)
+                for path, handler in handlers.items()}
+
+    # ------------------------------------------------------------------ reads
+    def _eks_cluster_names(self) -> list[str]:
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            page = self.eks.list_clusters({"nextToken": token} if token else {})
+            names += page.get("clusters", [])
+            token = page.get("nextToken")
+            if not token:
+                return names
+
+    def _hyperpod_clusters(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = self.hyperpod.list_clusters({"NextToken": token} if token else {})
+            found += page.get("ClusterSummaries", [])
+            token = page.get("NextToken")
+            if not token:
+                return found
+
+    def _nodes(self, cluster_name: str) -> list[dict[str, Any]]:
+        nodes: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            request: dict[str, Any] = {"ClusterName": cluster_name}
+            if token:
+                request["NextToken"] = token
+            page = self.hyperpod.list_cluster_nodes(request)
+            nodes += page.get("ClusterNodeSummaries", [])
+            token = page.get("NextToken")
+            if not token:
+                return nodes
+
+    def _eks_status(self, arn: str) -> str | None:
+        name = arn.rsplit("/", 1)[-1]
+        try:
+            return str(self.eks.describe_cluster({"name": name})["cluster"]["status"])
+        except Exception:  # an unknown cluster is AWS's ResourceNotFoundException
+            return None
+
+    def _subnet(self, subnet_id: str, attribute: str) -> str | None:
+        from moto.ec2.models import ec2_backends
+
+        try:
+            subnet = ec2_backends[self.account_id][self.region].get_subnet(subnet_id)
+        except Exception:  # moto's InvalidSubnetIdNotFound: AWS would say the same
+            return None
+        value = getattr(subnet, attribute, None)
+        return str(value) if value else None
+
+
+class _BadField(ValueError):
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+
+
+_TYPE_NAMES = {str: "a string", bool: "a boolean"}
+
+
+def _fields(
+    body: Any,
+    required: Mapping[str, type] | None = None,
+    optional: Mapping[str, type] | None = None,
+) -> dict[str, Any]:
+    """The body's fields, checked: an object, required fields present, types right, no others."""
+    required = dict(required or {})
+    optional = dict(optional or {})
+    if body is None and not required:
+        return {}
+    if not isinstance(body, dict):
+        raise _BadField("body", "expected a JSON object")
+    unknown = sorted(set(body) - set(required) - set(optional))
+    if unknown:
+        expected = ", ".join([*required, *optional])
+        raise _BadField(unknown[0], f"unknown field (expected {expected})")
+    out: dict[str, Any] = {}
+    for name, kind in {**required, **optional}.items():
+        value = body.get(name)
+        if value is None:
+            if name in required:
+                raise _BadField(name, "is required")
+            continue
+        if not isinstance(value, kind) or (kind is str and not value):
+            raise _BadField(name, f"must be {_TYPE_NAMES.get(kind, kind.__name__)}"
+                            + (" (not empty)" if kind is str else ""))
+        out[name] = value
+    return out
+
+
+def _guarded(handler: AdminHandler) -> AdminHandler:
+    """400 for a bad body, the AWS error's status for an emulator's refusal."""
+
+    def run(body: Any) -> tuple[int, Any]:
+        try:
+            return handler(body)
+        except _BadField as exc:
+            return 400, {"message": str(exc)}
+        except AwsError as exc:
+            return exc.status, {"message": exc.message, "code": exc.code}
+        except ValueError as exc:
+            return 400, {"message": str(exc)}
+
+    return run

@@ -1,0 +1,222 @@
+"""Data for the EKS emulator: Kubernetes versions, the add-on catalogue, the access policies.
+
+Everything here is data a test or the demo can replace (``AddonCatalog(...)``). The add-on
+names, owners, types and prerequisites follow the AWS documentation (../shared/docs/AWS-FACTS.md);
+the version strings are realistic in shape (``v1.19.6-eksbuild.7``) but invented: they are not a
+copy of any Region's answer to DescribeAddonVersions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+KUBERNETES_VERSIONS: tuple[str, ...] = ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+"""Kubernetes versions the emulated EKS accepts (oldest first)."""
+
+DEFAULT_KUBERNETES_VERSION = "1.33"
+"""What CreateCluster uses when ``version`` is omitted ("the default version", not the latest)."""
+
+PLATFORM_VERSIONS: Mapping[str, str] = {
+    "1.29": "eks.40",
+    "1.30": "eks.35",
+    "1.31": "eks.31",
+    "1.32": "eks.18",
+    "1.33": "eks.11",
+    "1.34": "eks.4",
+}
+
+
+@dataclass(frozen=True)
+class AddonVersion:
+    """One version of an add-on and the Kubernetes versions it runs on."""
+
+    version: str
+    kubernetes_versions: tuple[str, ...]
+    default_for: tuple[str, ...] = ()
+    """Kubernetes versions for which this is the version CreateAddon installs by default."""
+    architectures: tuple[str, ...] = ("amd64", "arm64")
+    compute_types: tuple[str, ...] = ("ec2",)
+    requires_configuration: bool = False
+    requires_iam_permissions: bool = False
+
+
+@dataclass(frozen=True)
+class AddonSpec:
+    """An add-on of the catalogue (the AddonInfo shape of DescribeAddonVersions)."""
+
+    name: str
+    type: str
+    publisher: str
+    owner: str
+    default_namespace: str
+    versions: tuple[AddonVersion, ...]
+    """Newest first, as DescribeAddonVersions lists them."""
+    prerequisites: tuple[str, ...] = ()
+    """Add-ons that must be installed (and past CREATING) for this one to be healthy."""
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """An AWS-managed EKS access policy and the Kubernetes role it grants (None: EKS-internal)."""
+
+    name: str
+    kubernetes_role: str | None
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:eks::aws:cluster-access-policy/{self.name}"
+
+
+ACCESS_POLICIES: tuple[AccessPolicy, ...] = (
+    AccessPolicy("AmazonEKSAdminPolicy", "admin"),
+    AccessPolicy("AmazonEKSAdminViewPolicy", "view"),
+    AccessPolicy("AmazonEKSAutoNodePolicy", None),
+    AccessPolicy("AmazonEKSBlockStorageClusterPolicy", None),
+    AccessPolicy("AmazonEKSBlockStoragePolicy", None),
+    AccessPolicy("AmazonEKSClusterAdminPolicy", "cluster-admin"),
+    AccessPolicy("AmazonEKSComputeClusterPolicy", None),
+    AccessPolicy("AmazonEKSComputePolicy", None),
+    AccessPolicy("AmazonEKSEditPolicy", "edit"),
+    AccessPolicy("AmazonEKSHybridPolicy", None),
+    AccessPolicy("AmazonEKSLoadBalancingClusterPolicy", None),
+    AccessPolicy("AmazonEKSLoadBalancingPolicy", None),
+    AccessPolicy("AmazonEKSNetworkingClusterPolicy", None),
+    AccessPolicy("AmazonEKSNetworkingPolicy", None),
+    AccessPolicy("AmazonEKSViewPolicy", "view"),
+    AccessPolicy("AmazonSagemakerHyperpodClusterPolicy", None),
+    AccessPolicy("AmazonSagemakerHyperpodControllerPolicy", None),
+    AccessPolicy("AmazonSagemakerHyperpodSystemNamespacePolicy", None),
+)
+"""ListAccessPolicies' answer (alphabetical). AdminView maps to ``view`` as an approximation."""
+
+CLUSTER_ADMIN_POLICY_ARN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+
+
+def _all(*versions: str) -> tuple[str, ...]:
+    return versions or KUBERNETES_VERSIONS
+
+
+def _simple(
+    newest_first: Iterable[str], *, iam: bool = False, k8s: tuple[str, ...] = KUBERNETES_VERSIONS
+) -> tuple[AddonVersion, ...]:
+    """Versions all compatible with ``k8s``; the newest is the default everywhere."""
+    listed = list(newest_first)
+    return tuple(
+        AddonVersion(
+            version,
+            k8s,
+            default_for=k8s if index == 0 else (),
+            requires_iam_permissions=iam,
+        )
+        for index, version in enumerate(listed)
+    )
+
+
+def _per_minor(template: str, builds: int = 2) -> tuple[AddonVersion, ...]:
+    """One version line per Kubernetes minor (kube-proxy style: v1.31.x for 1.31)."""
+    out: list[AddonVersion] = []
+    for k8s in reversed(KUBERNETES_VERSIONS):
+        for build in range(builds, 0, -1):
+            out.append(
+                AddonVersion(
+                    template.format(k8s=k8s, build=build),
+                    (k8s,),
+                    default_for=(k8s,) if build == builds else (),
+                )
+            )
+    return tuple(out)
+
+
+def _coredns() -> tuple[AddonVersion, ...]:
+    lines = {
+        "1.29": "v1.11.1", "1.30": "v1.11.3", "1.31": "v1.11.3",
+        "1.32": "v1.11.4", "1.33": "v1.12.1", "1.34": "v1.12.3",
+    }
+    by_version: dict[str, list[str]] = {}
+    for k8s, line in lines.items():
+        by_version.setdefault(line, []).append(k8s)
+    out: list[AddonVersion] = []
+    for line in sorted(by_version, reverse=True):
+        k8s_versions = tuple(by_version[line])
+        out.append(AddonVersion(f"{line}-eksbuild.3", k8s_versions, default_for=k8s_versions))
+        out.append(AddonVersion(f"{line}-eksbuild.1", k8s_versions))
+    return tuple(out)
+
+
+@dataclass
+class AddonCatalog:
+    """The add-ons and versions the emulated EKS offers (replaceable: pass your own)."""
+
+    addons: tuple[AddonSpec, ...]
+    kubernetes_versions: tuple[str, ...] = KUBERNETES_VERSIONS
+    default_kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    platform_versions: Mapping[str, str] = field(default_factory=lambda: dict(PLATFORM_VERSIONS))
+
+    def get(self, name: str) -> AddonSpec | None:
+        for spec in self.addons:
+            if spec.name == name:
+                return spec
+        return None
+
+    def versions_for(self, name: str, kubernetes_version: str) -> list[AddonVersion]:
+        spec = self.get(name)
+        if spec is None:
+            return []
+        return [v for v in spec.versions if kubernetes_version in v.kubernetes_versions]
+
+    def default_version(self, name: str, kubernetes_version: str) -> str | None:
+        versions = self.versions_for(name, kubernetes_version)
+        for version in versions:
+            if kubernetes_version in version.default_for:
+                return version.version
+        return versions[0].version if versions else None
+
+    def platform_version(self, kubernetes_version: str) -> str:
+        return self.platform_versions.get(kubernetes_version, "eks.1")
+
+    @classmethod
+    def default(cls) -> AddonCatalog:
+        aws, community = "aws", "community"
+        return cls(
+            addons=(
+                AddonSpec("vpc-cni", "networking", "eks", aws, "kube-system",
+                          _simple(["v1.20.4-eksbuild.1", "v1.19.6-eksbuild.7",
+                                   "v1.18.6-eksbuild.3"], iam=True)),
+                AddonSpec("coredns", "networking", "eks", aws, "kube-system", _coredns()),
+                AddonSpec("kube-proxy", "networking", "eks", aws, "kube-system",
+                          _per_minor("v{k8s}.0-eksbuild.{build}")),
+                AddonSpec("eks-pod-identity-agent", "security", "eks", aws, "kube-system",
+                          _simple(["v1.3.8-eksbuild.2", "v1.3.4-eksbuild.1"])),
+                AddonSpec("aws-ebs-csi-driver", "storage", "eks", aws, "kube-system",
+                          _simple(["v1.48.0-eksbuild.1", "v1.45.0-eksbuild.2"], iam=True)),
+                AddonSpec("aws-mountpoint-s3-csi-driver", "storage", "eks", aws, "kube-system",
+                          _simple(["v2.0.0-eksbuild.1", "v1.15.0-eksbuild.1"], iam=True)),
+                AddonSpec("aws-fsx-csi-driver", "storage", "eks", aws, "kube-system",
+                          _simple(["v1.6.0-eksbuild.1", "v1.5.0-eksbuild.1"], iam=True)),
+                AddonSpec("metrics-server", "observability", "eks", community, "kube-system",
+                          _simple(["v0.8.0-eksbuild.2", "v0.7.2-eksbuild.4"])),
+                AddonSpec("cert-manager", "security", "eks", community, "cert-manager",
+                          _simple(["v1.18.2-eksbuild.2", "v1.17.2-eksbuild.1"])),
+                AddonSpec("amazon-sagemaker-hyperpod-training-operator", "machine-learning",
+                          "eks", aws, "aws-hyperpod",
+                          _simple(["v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"], iam=True,
+                                  k8s=_all("1.30", "1.31", "1.32", "1.33", "1.34")),
+                          prerequisites=("cert-manager", "eks-pod-identity-agent")),
+                AddonSpec("amazon-sagemaker-hyperpod-inference", "machine-learning", "eks", aws,
+                          "hyperpod-inference-system",
+                          _simple(["v1.0.0-eksbuild.1"], iam=True,
+                                  k8s=_all("1.30", "1.31", "1.32", "1.33", "1.34")),
+                          prerequisites=("aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver",
+                                         "metrics-server", "cert-manager")),
+                AddonSpec("amazon-sagemaker-hyperpod-observability", "observability", "eks", aws,
+                          "hyperpod-observability",
+                          _simple(["v1.0.0-eksbuild.1"], iam=True,
+                                  k8s=_all("1.30", "1.31", "1.32", "1.33", "1.34")),
+                          prerequisites=("eks-pod-identity-agent",)),
+                AddonSpec("amazon-sagemaker-hyperpod-taskgovernance", "machine-learning", "eks",
+                          aws, "kueue-system",
+                          _simple(["v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"],
+                                  k8s=_all("1.30", "1.31", "1.32", "1.33", "1.34"))),
+            )
+        )

@@ -1,0 +1,173 @@
+"""State of the HyperPod emulator: time lines, clusters, instance groups, nodes, durations.
+
+A resource's status is never stored as "the current value": each resource keeps a time line of
+``(time, value)`` steps on the virtual clock and its status at ``t`` is the value of the last
+step at or before ``t`` (``None`` = the resource does not exist). Reads are therefore lazy and
+exact at any virtual time; ``tick()`` walks the steps that have come due since the last tick to
+emit their events exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class HyperPodDurations:
+    """How long things take in virtual time (tests and the demo shorten or lengthen them)."""
+
+    cluster_create: timedelta = timedelta(minutes=15)
+    cluster_update: timedelta = timedelta(minutes=2)
+    cluster_delete: timedelta = timedelta(minutes=10)
+    node_boot: timedelta = timedelta(minutes=8)
+    deep_health_check: timedelta = timedelta(minutes=20)
+    node_reboot: timedelta = timedelta(minutes=5)
+    node_terminate: timedelta = timedelta(minutes=3)
+    group_delete: timedelta = timedelta(minutes=5)
+    software_update: timedelta = timedelta(minutes=30)
+    autoscaling_enable: timedelta = timedelta(minutes=5)
+    autoscaling_disable: timedelta = timedelta(minutes=3)
+    auto_repair_start: timedelta = timedelta(minutes=1)
+    capacity_failure: timedelta = timedelta(minutes=5)
+
+    def with_changes(self, **changes: timedelta) -> HyperPodDurations:
+        return replace(self, **changes)
+
+
+@dataclass
+class Step(Generic[T]):
+    at: datetime
+    seq: int
+    value: T | None
+
+
+class Timeline(Generic[T]):
+    """Steps sorted by time; ``emitted`` counts the steps whose events went out."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step[T]] = []
+        self.emitted = 0
+
+    def at(self, t: datetime) -> T | None:
+        value: T | None = None
+        for step in self.steps:
+            if step.at > t:
+                break
+            value = step.value
+        return value
+
+    def since(self, t: datetime) -> datetime | None:
+        """When the value in effect at ``t`` took effect."""
+        when: datetime | None = None
+        for step in self.steps:
+            if step.at > t:
+                break
+            when = step.at
+        return when
+
+    def schedule(
+        self, now: datetime, seq: Callable[[], int], *steps: tuple[datetime, T | None]
+    ) -> None:
+        """Replace whatever was planned after ``now`` by ``steps`` (times >= now, ascending)."""
+        keep = [s for s in self.steps if s.at <= now]
+        self.steps = keep
+        self.emitted = min(self.emitted, len(keep))
+        for at, value in steps:
+            self.steps.append(Step(max(at, now), seq(), value))
+
+    def last(self) -> T | None:
+        return self.steps[-1].value if self.steps else None
+
+    def ends_gone(self) -> bool:
+        return bool(self.steps) and self.steps[-1].value is None
+
+    def due(self, now: datetime) -> list[tuple[T | None, Step[T]]]:
+        """(previous value, step) for every step not yet emitted whose time has come."""
+        out: list[tuple[T | None, Step[T]]] = []
+        for i in range(self.emitted, len(self.steps)):
+            step = self.steps[i]
+            if step.at > now:
+                break
+            prev = self.steps[i - 1].value if i > 0 else None
+            out.append((prev, step))
+        self.emitted += len(out)
+        return out
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str  # Healthy | Unhealthy
+    reason: str = ""
+    action: str = "None"  # Reboot | Replace | None
+
+
+HEALTHY = Health("Healthy")
+
+
+@dataclass
+class Node:
+    instance_id: str
+    logical_id: str | None
+    group: str
+    instance_type: str
+    zone: str
+    ip: str
+    launch_time: datetime
+    status: Timeline[str] = field(default_factory=Timeline)
+    message: Timeline[str] = field(default_factory=Timeline)
+    health: Timeline[Health] = field(default_factory=Timeline)
+    software: Timeline[datetime] = field(default_factory=Timeline)
+
+
+@dataclass
+class Group:
+    name: str
+    spec: dict[str, Any]
+    instance_type: str
+    zone: str
+    status: Timeline[str] = field(default_factory=Timeline)
+    target: Timeline[int] = field(default_factory=Timeline)
+
+
+@dataclass
+class Notice:
+    """A scheduled ``SageMaker HyperPod Cluster Event`` not tied to a status step."""
+
+    at: datetime
+    seq: int
+    level: str
+    description: str
+    group: str | None
+    resource_type: str = "InstanceGroup"
+
+
+@dataclass
+class Cluster:
+    name: str
+    arn: str
+    created: datetime
+    spec: dict[str, Any]
+    tags: list[dict[str, str]]
+    groups: dict[str, Group] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    status: Timeline[str] = field(default_factory=Timeline)
+    failure: Timeline[str] = field(default_factory=Timeline)
+    autoscaling: dict[str, Any] | None = None
+    autoscaling_status: Timeline[str] = field(default_factory=Timeline)
+    notices: list[Notice] = field(default_factory=list)
+    notices_emitted: int = 0
+
+    @property
+    def continuous(self) -> bool:
+        return self.spec.get("NodeProvisioningMode") == "Continuous"
+
+    def live_groups(self, t: datetime) -> list[Group]:
+        return [g for g in self.groups.values() if g.status.at(t) is not None]
+
+    def live_nodes(self, t: datetime) -> list[Node]:
+        return [n for n in self.nodes.values() if n.status.at(t) is not None]

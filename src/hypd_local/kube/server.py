@@ -1,0 +1,471 @@
+"""One in-process Kubernetes API server per emulated EKS cluster (werkzeug, loopback, TLS)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import ssl
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.wrappers import Request, Response
+
+from hypd_local.kube import tls
+from hypd_local.kube.auth import (
+    AccessDecision,
+    AuthenticationError,
+    Authorizer,
+    Caller,
+    TokenVerifier,
+    allows,
+)
+from hypd_local.kube.errors import KubeError, bad_request, method_not_allowed
+from hypd_local.kube.resources import ResourceType
+from hypd_local.kube.store import APPLY_PATCH, Clock, ObjectStore, rfc3339
+
+LOG = logging.getLogger(__name__)
+yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
+
+KUBERNETES_VERSION = ("1", "31")
+HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+DEEP_HEALTH_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+UNSCHEDULABLE_STATUSES = frozenset(
+    {"Unschedulable", "UnschedulablePendingReplacement", "UnschedulablePendingReboot"}
+)
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+TOKEN_CACHE_TTL = timedelta(minutes=2)  # kube-apiserver's webhook token cache default
+_NODE_MANAGER = "kubelet"
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        LOG.debug("%s %s %s", self.command, self.path, code)
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(json.dumps(body), status=status, content_type="application/json")
+
+
+def _unauthorized() -> KubeError:
+    return KubeError(401, "Unauthorized", "Unauthorized")
+
+
+class KubeApiServer:
+    """A Kubernetes API for one EKS cluster.
+
+    ``authorizer(principal_arn)`` returns the principal's access entry as an
+    :class:`AccessDecision`, or ``None`` when it has none (401, as EKS answers). ``sts_endpoint``
+    is where bearer tokens' presigned STS URLs are sent (the local cloud's moto endpoint).
+    With ``tls`` (default) the server speaks https with a CA of its own
+    (:attr:`certificate_authority_data`); without, plain http.
+    """
+
+    def __init__(self, cluster_name: str, authorizer: Authorizer, clock: Clock,
+                 host: str = "127.0.0.1", port: int = 0, *, sts_endpoint: str | None = None,
+                 tls_enabled: bool = True) -> None:
+        self.cluster_name = cluster_name
+        self.authorizer = authorizer
+        self.clock = clock
+        self.host = host
+        self.store = ObjectStore(clock)
+        self._verifier = TokenVerifier(cluster_name, clock, sts_endpoint)
+        self._token_cache: dict[str, tuple[Caller, Any]] = {}
+        self._cache_lock = threading.Lock()
+        self.tls: tls.TlsMaterial | None = tls.generate(cluster_name, host) if tls_enabled else None
+        ssl_context = self._ssl_context() if self.tls else None
+        self._server: BaseWSGIServer = make_server(
+            host, port, self._wsgi, threaded=True, request_handler=_QuietHandler,
+            ssl_context=ssl_context,
+        )
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    def _ssl_context(self) -> ssl.SSLContext:
+        assert self.tls is not None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        with tempfile.TemporaryDirectory(prefix="hypd-kube-") as directory:
+            cert = os.path.join(directory, "tls.crt")
+            key = os.path.join(directory, "tls.key")
+            with open(cert, "wb") as handle:
+                handle.write(self.tls.cert_pem)
+            with open(key, "wb") as handle:
+                handle.write(self.tls.key_pem)
+            context.load_cert_chain(cert, key)
+        return context
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_port)
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    @property
+    def certificate_authority_data(self) -> str | None:
+        """base64 of the CA's PEM (EKS's ``certificateAuthority.data``); None without TLS."""
+        return self.tls.certificate_authority_data if self.tls else None
+
+    def start(self) -> str:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                name=f"kube-{self.cluster_name}", daemon=True,
+            )
+            self._thread.start()
+        return self.url
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> KubeApiServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- nodes
+    def _nodes(self) -> ResourceType:
+        return self.store.builtin_type("", "nodes")
+
+    def join_node(self, name: str, labels: Mapping[str, str],
+                  taints: Iterable[Mapping[str, str]] = (), ready: bool = True, *,
+                  provider_id: str | None = None,
+                  capacity: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """A node registers (as the kubelet does) with its labels, taints and conditions."""
+        now = rfc3339(self.clock.now())
+        all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                      "kubernetes.io/arch": "amd64", **labels}
+        resources = dict(capacity or {"cpu": "8", "memory": "32Gi", "pods": "110"})
+        node: dict[str, Any] = {
+            "metadata": {"name": name, "labels": all_labels},
+            "spec": {"taints": [dict(t) for t in taints]},
+            "status": {
+                "capacity": resources,
+                "allocatable": dict(resources),
+                "conditions": [
+                    {"type": kind, "status": "False", "reason": f"KubeletHasNo{kind}",
+                     "lastHeartbeatTime": now, "lastTransitionTime": now, "message": ""}
+                    for kind in ("MemoryPressure", "DiskPressure", "PIDPressure")
+                ],
+                "addresses": [{"type": "Hostname", "address": name}],
+                "nodeInfo": {"kubeletVersion": "v{}.{}.0-eks".format(*KUBERNETES_VERSION),
+                             "kubeProxyVersion": "v{}.{}.0-eks".format(*KUBERNETES_VERSION),
+                             "operatingSystem": "linux", "architecture": "amd64",
+                             "osImage": "Amazon Linux 2023", "kernelVersion": "6.1.0",
+                             "containerRuntimeVersion": "containerd://1.7.0",
+                             "machineID": uuid.uuid5(uuid.NAMESPACE_DNS, name).hex,
+                             "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_URL, name)),
+                             "bootID": str(uuid.uuid5(uuid.NAMESPACE_OID, name))},
+            },
+        }
+        if provider_id:
+            node["spec"]["providerID"] = provider_id
+        self._set_ready(node, ready, now)
+        self._sync_health_taint(node)
+        if not node["spec"]["taints"]:
+            del node["spec"]["taints"]
+        return self.store.create(self._nodes(), None, node, _NODE_MANAGER, keep_status=True)
+
+    def update_node_labels(self, name: str, labels: Mapping[str, str | None]) -> dict[str, Any]:
+        """Set (or, with ``None``, remove) node labels; an Unschedulable* health status also
+        taints the node ``sagemaker.amazonaws.com/node-health-status=<status>:NoSchedule``."""
+
+        def change(node: dict[str, Any]) -> None:
+            current = node["metadata"].setdefault("labels", {})
+            for key, value in labels.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+            self._sync_health_taint(node)
+
+        return self.store.mutate(self._nodes(), None, name, change, _NODE_MANAGER)
+
+    def set_node_ready(self, name: str, ready: bool) -> dict[str, Any]:
+        now = rfc3339(self.clock.now())
+        return self.store.mutate(self._nodes(), None, name,
+                                 lambda node: self._set_ready(node, ready, now), _NODE_MANAGER)
+
+    def set_node_taints(self, name: str, taints: Iterable[Mapping[str, str]]) -> dict[str, Any]:
+        wanted = [dict(t) for t in taints]
+
+        def change(node: dict[str, Any]) -> None:
+            node.setdefault("spec", {})["taints"] = wanted
+            self._sync_health_taint(node)
+
+        return self.store.mutate(self._nodes(), None, name, change, _NODE_MANAGER)
+
+    def remove_node(self, name: str) -> None:
+        try:
+            self.store.delete(self._nodes(), None, name)
+        except KubeError as exc:
+            if exc.code != 404:
+                raise
+
+    @staticmethod
+    def _set_ready(node: dict[str, Any], ready: bool, now: str) -> None:
+        conditions = [c for c in node["status"].get("conditions", []) if c["type"] != "Ready"]
+        previous = next((c for c in node["status"].get("conditions", [])
+                         if c["type"] == "Ready"), None)
+        status = "True" if ready else "False"
+        changed = previous is None or previous["status"] != status
+        conditions.append({
+            "type": "Ready",
+            "status": status,
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status" if ready else "node is not ready",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now if changed or previous is None
+            else previous["lastTransitionTime"],
+        })
+        node["status"]["conditions"] = conditions
+        taints = [t for t in node.setdefault("spec", {}).get("taints") or []
+                  if t.get("key") != NOT_READY_TAINT]
+        if not ready:
+            taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
+        node["spec"]["taints"] = taints
+
+    @staticmethod
+    def _sync_health_taint(node: dict[str, Any]) -> None:
+        health = (node["metadata"].get("labels") or {}).get(HEALTH_LABEL)
+        taints = [t for t in node.setdefault("spec", {}).get("taints") or []
+                  if t.get("key") != HEALTH_LABEL]
+        if health in UNSCHEDULABLE_STATUSES:
+            taints.append({"key": HEALTH_LABEL, "value": health, "effect": "NoSchedule"})
+        node["spec"]["taints"] = taints
+
+    # ------------------------------------------------------------------ WSGI
+    def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request = Request(environ)
+        try:
+            response = self._handle(request)
+        except KubeError as exc:
+            response = _json(exc.status(), exc.code)
+        except Exception:
+            LOG.exception("kube api: %s %s failed", request.method, request.path)
+            response = _json(KubeError(500, "InternalError", "internal error").status(), 500)
+        return response(environ, start_response)
+
+    def _authenticate(self, request: Request) -> AccessDecision:
+        header = request.headers.get("Authorization")
+        now = self.clock.now()
+        with self._cache_lock:
+            cached = self._token_cache.get(header or "")
+        if cached is not None and now < cached[1]:
+            caller = cached[0]
+        else:
+            try:
+                caller = self._verifier.verify(header)
+            except AuthenticationError as exc:
+                LOG.info("kube api %s: 401: %s", self.cluster_name, exc)
+                raise _unauthorized() from exc
+            with self._cache_lock:
+                self._token_cache[header or ""] = (caller, now + TOKEN_CACHE_TTL)
+        decision = self.authorizer(caller.principal_arn)
+        if decision is None:
+            LOG.info("kube api %s: 401: no access entry for %s", self.cluster_name,
+                     caller.principal_arn)
+            raise _unauthorized()
+        return decision
+
+    def _handle(self, request: Request) -> Response:
+        segments = [s for s in request.path.split("/") if s]
+        if request.path in ("/healthz", "/livez", "/readyz"):
+            return Response("ok", content_type="text/plain")
+        decision = self._authenticate(request)
+        if not segments or segments == ["version"]:
+            if not segments:
+                return _json({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz"]})
+            return _json(self._version())
+        if segments[0] == "api":
+            if len(segments) == 1:
+                return _json({"kind": "APIVersions", "versions": ["v1"],
+                              "serverAddressByClientCIDRs": [
+                                  {"clientCIDR": "0.0.0.0/0",
+                                   "serverAddress": f"{self.host}:{self.port}"}]})
+            group, version, rest = "", segments[1], segments[2:]
+        elif segments[0] == "apis":
+            if len(segments) == 1:
+                return _json(self._group_list())
+            if len(segments) == 2:
+                return _json(self._group(segments[1]))
+            group, version, rest = segments[1], segments[2], segments[3:]
+        else:
+            raise self._no_route()
+        if not rest:
+            return _json(self._resource_list(group, version))
+        return self._resource_request(request, decision, group, version, rest)
+
+    @staticmethod
+    def _no_route() -> KubeError:
+        return KubeError(404, "NotFound", "the server could not find the requested resource")
+
+    # ------------------------------------------------------------- discovery
+    def _version(self) -> dict[str, str]:
+        major, minor = KUBERNETES_VERSION
+        return {"major": major, "minor": minor, "gitVersion": f"v{major}.{minor}.0-eks-local",
+                "gitCommit": "0" * 40, "gitTreeState": "clean",
+                "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.22", "compiler": "gc",
+                "platform": "linux/amd64"}
+
+    def _versions_by_group(self) -> dict[str, list[str]]:
+        groups: dict[str, list[str]] = {}
+        for rtype in self.store.all_types():
+            versions = groups.setdefault(rtype.group, [])
+            if rtype.version not in versions:
+                versions.append(rtype.version)
+        return groups
+
+    def _group_entry(self, group: str, versions: list[str]) -> dict[str, Any]:
+        entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+
+    def _group_list(self) -> dict[str, Any]:
+        groups = [self._group_entry(g, vs) for g, vs in self._versions_by_group().items() if g]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    def _group(self, group: str) -> dict[str, Any]:
+        versions = self._versions_by_group().get(group)
+        if not group or not versions:
+            raise self._no_route()
+        return {"kind": "APIGroup", "apiVersion": "v1", **self._group_entry(group, versions)}
+
+    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
+        types = [t for t in self.store.all_types() if t.group == group and t.version == version]
+        if not types:
+            raise self._no_route()
+        resources = [entry for t in types for entry in t.discovery()]
+        return {"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": f"{group}/{version}" if group else version,
+                "resources": resources}
+
+    # ------------------------------------------------------------- resources
+    def _resource_request(self, request: Request, decision: AccessDecision, group: str,
+                          version: str, rest: list[str]) -> Response:
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and not (
+            len(rest) == 3 and rest[2] in ("status", "finalize")
+        ):
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) > 3:
+            raise self._no_route()
+        plural = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        rtype = self.store.find_type(group, version, plural)
+        if rtype is None:
+            raise self._no_route()
+        if (namespace is not None and not rtype.namespaced) or (
+            rtype.namespaced and namespace is None and name is not None
+        ):
+            raise self._no_route()
+        if subresource is not None and subresource not in rtype.subresources:
+            raise self._no_route()
+        method = request.method
+        args = request.args
+        if method == "GET" and args.get("watch") in ("true", "1"):
+            verb = "watch"
+        elif name is None:
+            verb = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}.get(method, "")
+        else:
+            verb = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+                method, "")
+        if not verb:
+            raise method_not_allowed()
+        if not allows(decision, verb, group, plural, namespace, rtype.namespaced):
+            raise self._forbidden(decision, verb, rtype, namespace, name, subresource)
+        manager = args.get("fieldManager") or (
+            request.headers.get("User-Agent", "unknown").split("/", 1)[0] or "unknown")
+        store = self.store
+        if verb == "watch":
+            raise method_not_allowed("watch is not supported by the local Kubernetes API")
+        if verb == "get":
+            assert name is not None
+            return _json(store.get(rtype, namespace, name))
+        if verb == "list":
+            limit = args.get("limit", type=int)
+            items, rv, token = store.list(
+                rtype, namespace, label_selector=args.get("labelSelector"),
+                field_selector=args.get("fieldSelector"), limit=limit,
+                continue_token=args.get("continue"))
+            metadata: dict[str, Any] = {"resourceVersion": rv}
+            if token:
+                metadata["continue"] = token
+            return _json({"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
+                          "metadata": metadata, "items": items})
+        if verb == "create":
+            return _json(store.create(rtype, namespace, self._body(request), manager), 201)
+        if verb == "update":
+            assert name is not None
+            return _json(store.replace(rtype, namespace, name, self._body(request), manager,
+                                       subresource))
+        if verb == "patch":
+            assert name is not None
+            content_type = request.mimetype
+            apply_manager = args.get("fieldManager") if content_type == APPLY_PATCH else manager
+            obj, created = store.patch(
+                rtype, namespace, name, content_type, request.get_data(), apply_manager,
+                force=args.get("force") in ("true", "1"), subresource=subresource)
+            return _json(obj, 201 if created else 200)
+        if verb == "delete":
+            assert name is not None
+            body, _gone = store.delete(rtype, namespace, name)
+            return _json(body)
+        # deletecollection
+        items, _rv, _token = store.list(rtype, namespace,
+                                        label_selector=args.get("labelSelector"),
+                                        field_selector=args.get("fieldSelector"))
+        for item in items:
+            meta = item["metadata"]
+            try:
+                store.delete(rtype, meta.get("namespace"), meta["name"])
+            except KubeError as exc:
+                if exc.code != 404:
+                    raise
+        return _json({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                      "status": "Success"})
+
+    @staticmethod
+    def _body(request: Request) -> dict[str, Any]:
+        raw = request.get_data()
+        try:
+            if "yaml" in (request.mimetype or ""):
+                body = yaml.safe_load(raw.decode() or "{}")
+            else:
+                body = json.loads(raw or b"null")
+        except (ValueError, yaml.YAMLError) as exc:
+            raise bad_request(f"the request body could not be decoded: {exc}") from exc
+        if not isinstance(body, dict):
+            raise bad_request("the request body must be an object")
+        return body
+
+    @staticmethod
+    def _forbidden(decision: AccessDecision, verb: str, rtype: ResourceType,
+                   namespace: str | None, name: str | None,
+                   subresource: str | None) -> KubeError:
+        resource = f"{rtype.plural}/{subresource}" if subresource else rtype.plural
+        subject = f'{rtype.plural} "{name}"' if name else rtype.plural
+        where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        return KubeError(
+            403, "Forbidden",
+            f'{subject} is forbidden: User "{decision.username}" cannot {verb} resource '
+            f'"{resource}" in API group "{rtype.group}" {where}',
+            name=name, group=rtype.group, kind=rtype.plural,
+        )

@@ -1,0 +1,539 @@
+"""Generic in-memory object storage with the API server's semantics.
+
+Objects are kept by (group, resource) -> namespace ("" when cluster-scoped) -> name, whatever
+their kind: no per-kind code paths except the few the API server itself special-cases
+(namespaces, CRDs, secrets' ``stringData``). One lock serialises every write; ``resourceVersion``
+is a global counter as in etcd.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import importlib
+import json
+import re
+import secrets
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from hypd_local.kube import apply as ssa
+from hypd_local.kube.errors import (
+    KubeError,
+    already_exists,
+    bad_request,
+    conflict,
+    invalid,
+    not_found,
+)
+from hypd_local.kube.patch import json_patch, merge_patch, strategic_merge_patch
+from hypd_local.kube.resources import BUILTIN, CRD_GROUP, CRD_PLURAL, ResourceType, types_from_crd
+from hypd_local.kube.selectors import parse_field_selector, parse_label_selector
+
+yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAMED = frozenset({"namespaces", "services"})
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+def rfc3339(moment: datetime) -> str:
+    """Kubernetes' timestamp format (second precision, UTC, ``Z``)."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _Entry:
+    obj: dict[str, Any]
+    ownership: ssa.Ownership = field(default_factory=dict)
+    times: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+class ObjectStore:
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._rv = 0
+        self._objects: dict[tuple[str, str], dict[str, dict[str, _Entry]]] = {}
+        self._builtin = {(t.group, t.version, t.plural): t for t in BUILTIN}
+        self._crd_types: dict[tuple[str, str, str], ResourceType] = {}
+        ns_type = self._builtin[("", "v1", "namespaces")]
+        for name in DEFAULT_NAMESPACES:
+            self.create(ns_type, None, {"metadata": {"name": name}}, "kube-apiserver")
+
+    # ----------------------------------------------------------------- types
+    def find_type(self, group: str, version: str, plural: str) -> ResourceType | None:
+        key = (group, version, plural)
+        with self._lock:
+            return self._builtin.get(key) or self._crd_types.get(key)
+
+    def all_types(self) -> list[ResourceType]:
+        with self._lock:
+            return [*self._builtin.values(), *self._crd_types.values()]
+
+    def builtin_type(self, group: str, plural: str) -> ResourceType:
+        for rtype in self._builtin.values():
+            if rtype.group == group and rtype.plural == plural:
+                return rtype
+        raise KeyError((group, plural))
+
+    # --------------------------------------------------------------- helpers
+    def _now(self) -> str:
+        return rfc3339(self._clock.now())
+
+    def _next_rv(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    def _bucket(self, rtype: ResourceType, namespace: str | None) -> dict[str, _Entry]:
+        return self._objects.setdefault((rtype.group, rtype.plural), {}).setdefault(
+            namespace or "", {}
+        )
+
+    def _entry(self, rtype: ResourceType, namespace: str | None, name: str) -> _Entry:
+        entry = self._bucket(rtype, namespace).get(name)
+        if entry is None:
+            raise not_found(rtype.plural, rtype.group, name)
+        return entry
+
+    def _view(self, rtype: ResourceType, entry: _Entry) -> dict[str, Any]:
+        obj = copy.deepcopy(entry.obj)
+        obj["apiVersion"] = rtype.api_version
+        obj["kind"] = rtype.kind
+        if entry.ownership:
+            obj["metadata"]["managedFields"] = ssa.managed_fields(
+                entry.ownership, rtype.api_version, entry.times
+            )
+        return obj
+
+    def _require_namespace(self, rtype: ResourceType, namespace: str | None) -> None:
+        if not rtype.namespaced:
+            return
+        if not namespace:
+            raise bad_request("the namespace of the object must be given for a namespaced resource")
+        if namespace not in self._bucket(self.builtin_type("", "namespaces"), None):
+            raise not_found("namespaces", "", namespace)
+
+    def _check_identity(self, rtype: ResourceType, namespace: str | None, obj: dict[str, Any]
+                        ) -> None:
+        if not isinstance(obj, dict):
+            raise bad_request("the request body must be a JSON object")
+        kind = obj.get("kind")
+        if kind is not None and kind != rtype.kind:
+            raise bad_request(f"the kind in the data ({kind}) does not match the expected kind "
+                              f"({rtype.kind})")
+        api_version = obj.get("apiVersion")
+        if api_version is not None and api_version.split("/")[0] != (
+            rtype.group or rtype.version
+        ) and api_version != rtype.api_version:
+            raise bad_request(f"the API version in the data ({api_version}) does not match the "
+                              f"expected API version ({rtype.api_version})")
+        metadata = obj.setdefault("metadata", {})
+        if not isinstance(metadata, dict):
+            raise bad_request("metadata must be an object")
+        body_ns = metadata.get("namespace")
+        if rtype.namespaced:
+            if body_ns and namespace and body_ns != namespace:
+                raise bad_request("the namespace of the provided object does not match the "
+                                  "namespace sent on the request")
+            metadata["namespace"] = namespace
+        else:
+            metadata.pop("namespace", None)
+
+    def _validate(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+        name = obj["metadata"].get("name") or ""
+        pattern = _LABEL if rtype.plural in _LABEL_NAMED and not rtype.group else _SUBDOMAIN
+        limit = 63 if pattern is _LABEL else 253
+        if not pattern.match(name) or len(name) > limit:
+            what = "RFC 1123 label" if pattern is _LABEL else "RFC 1123 subdomain"
+            raise invalid(rtype.kind, rtype.group, name, "metadata.name",
+                          f'Invalid value: "{name}": a lowercase {what} must consist of lower '
+                          "case alphanumeric characters, '-' or '.', and must start and end with "
+                          "an alphanumeric character")
+        for section in ("labels", "annotations"):
+            values = obj["metadata"].get(section)
+            if values is None:
+                continue
+            if not isinstance(values, dict) or not all(
+                isinstance(v, str) for v in values.values()
+            ):
+                raise invalid(rtype.kind, rtype.group, name, f"metadata.{section}",
+                              "Invalid value: values must be strings")
+        if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
+            self._validate_crd(obj)
+
+    @staticmethod
+    def _validate_crd(obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        spec = obj.get("spec") or {}
+        names = spec.get("names") or {}
+
+        def fail(field_path: str, why: str) -> KubeError:
+            return invalid("CustomResourceDefinition", CRD_GROUP, name, field_path, why)
+
+        if not spec.get("group"):
+            raise fail("spec.group", "Required value")
+        for key in ("plural", "kind"):
+            if not names.get(key):
+                raise fail(f"spec.names.{key}", "Required value")
+        if name != f"{names['plural']}.{spec['group']}":
+            raise fail("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."'
+                                        "+spec.group")
+        if spec.get("scope") not in ("Namespaced", "Cluster"):
+            raise fail("spec.scope", 'Unsupported value: must be "Cluster" or "Namespaced"')
+        versions = spec.get("versions") or []
+        if not versions or not all(isinstance(v, dict) and v.get("name") for v in versions):
+            raise fail("spec.versions", "Required value: must have exactly one version marked "
+                                        "as storage version")
+        if sum(1 for v in versions if v.get("storage")) != 1:
+            raise fail("spec.versions", "Invalid value: must have exactly one version marked as "
+                                        "storage version")
+
+    def _refresh_crds(self) -> None:
+        crd_type = self.builtin_type(CRD_GROUP, CRD_PLURAL)
+        types: dict[tuple[str, str, str], ResourceType] = {}
+        for entry in self._bucket(crd_type, None).values():
+            for rtype in types_from_crd(entry.obj):
+                types[(rtype.group, rtype.version, rtype.plural)] = rtype
+        self._crd_types = types
+
+    def _crd_status(self, obj: dict[str, Any]) -> None:
+        spec = obj.get("spec") or {}
+        now = self._now()
+        obj["status"] = {
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+                 "message": "no conflicts found", "lastTransitionTime": now},
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                 "message": "the initial names have been accepted", "lastTransitionTime": now},
+            ],
+            "acceptedNames": spec.get("names") or {},
+            "storedVersions": [v["name"] for v in spec.get("versions") or [] if v.get("storage")],
+        }
+
+    def _after_write(self, rtype: ResourceType, entry: _Entry) -> None:
+        if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
+            self._crd_status(entry.obj)
+            self._refresh_crds()
+        elif not rtype.group and rtype.plural == "secrets":
+            string_data = entry.obj.pop("stringData", None) or {}
+            data = entry.obj.setdefault("data", {}) if string_data else entry.obj.get("data")
+            for key, value in string_data.items():
+                assert data is not None
+                data[key] = base64.b64encode(str(value).encode()).decode()
+
+    @staticmethod
+    def _spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+        def strip(obj: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion",
+                                                              "kind")}
+
+        return strip(old) != strip(new)
+
+    # ------------------------------------------------------------ operations
+    def create(self, rtype: ResourceType, namespace: str | None, body: dict[str, Any],
+               manager: str, *, keep_status: bool = False) -> dict[str, Any]:
+        with self._lock:
+            obj = copy.deepcopy(body)
+            self._check_identity(rtype, namespace, obj)
+            metadata = obj["metadata"]
+            if not metadata.get("name") and metadata.get("generateName"):
+                metadata["name"] = metadata["generateName"] + "".join(
+                    secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)
+                )
+            if not metadata.get("name"):
+                raise invalid(rtype.kind, rtype.group, "", "metadata.name",
+                              "Required value: name or generateName is required")
+            self._require_namespace(rtype, namespace)
+            self._validate(rtype, obj)
+            name = metadata["name"]
+            bucket = self._bucket(rtype, namespace)
+            if name in bucket:
+                raise already_exists(rtype.plural, rtype.group, name)
+            if "status" in rtype.subresources and not keep_status:
+                obj.pop("status", None)
+            for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
+                        "managedFields", "selfLink"):
+                metadata.pop(key, None)
+            metadata["uid"] = str(uuid.uuid4())
+            metadata["creationTimestamp"] = self._now()
+            metadata["generation"] = 1
+            metadata["resourceVersion"] = self._next_rv()
+            if not rtype.group and rtype.plural == "namespaces":
+                metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+                obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+                obj["status"] = {"phase": "Active"}
+            entry = _Entry(obj)
+            ssa.record_update(None, obj, entry.ownership, manager)
+            entry.times[(manager, "Update")] = metadata["creationTimestamp"]
+            bucket[name] = entry
+            self._after_write(rtype, entry)
+            if not rtype.group and rtype.plural == "namespaces":
+                sa_type = self.builtin_type("", "serviceaccounts")
+                self.create(sa_type, name, {"metadata": {"name": "default"}}, "kube-controller")
+            return self._view(rtype, entry)
+
+    def get(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
+        with self._lock:
+            return self._view(rtype, self._entry(rtype, namespace, name))
+
+    def list(self, rtype: ResourceType, namespace: str | None, *,
+             label_selector: str | None = None, field_selector: str | None = None,
+             limit: int | None = None, continue_token: str | None = None,
+             ) -> tuple[list[dict[str, Any]], str, str | None]:
+        labels = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector)
+        start: tuple[str, str] | None = None
+        if continue_token:
+            try:
+                start_ns, start_name = json.loads(base64.urlsafe_b64decode(continue_token))
+                start = (str(start_ns), str(start_name))
+            except (ValueError, TypeError) as exc:
+                raise KubeError(410, "Expired", "the provided continue parameter is invalid"
+                                ) from exc
+        with self._lock:
+            buckets = self._objects.get((rtype.group, rtype.plural), {})
+            keys = sorted(
+                (ns, name)
+                for ns, objects in buckets.items()
+                if namespace is None or ns == (namespace or "")
+                for name in objects
+            )
+            items: list[dict[str, Any]] = []
+            next_token: str | None = None
+            for ns, name in keys:
+                if start is not None and (ns, name) <= start:
+                    continue
+                view = self._view(rtype, buckets[ns][name])
+                if not (labels(view) and fields(view)):
+                    continue
+                if limit and len(items) >= limit:
+                    last = items[-1]["metadata"]
+                    next_token = base64.urlsafe_b64encode(
+                        json.dumps([last.get("namespace") or "", last["name"]]).encode()
+                    ).decode()
+                    break
+                items.append(view)
+            return items, str(self._rv), next_token
+
+    def _write(self, rtype: ResourceType, namespace: str | None, name: str,
+               entry: _Entry, new: dict[str, Any], manager: str, operation: str) -> dict[str, Any]:
+        old = entry.obj
+        metadata = new.setdefault("metadata", {})
+        for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            if key in old["metadata"]:
+                metadata[key] = old["metadata"][key]
+            else:
+                metadata.pop(key, None)
+        metadata["name"] = name
+        if rtype.namespaced:
+            metadata["namespace"] = namespace
+        metadata.pop("managedFields", None)
+        metadata.pop("selfLink", None)
+        self._validate(rtype, new)
+        generation = old["metadata"].get("generation", 1)
+        metadata["generation"] = generation + 1 if self._spec_changed(old, new) else generation
+        new.pop("apiVersion", None)
+        new.pop("kind", None)
+        if new == {**old, "metadata": {**old["metadata"], "generation": metadata["generation"]}}:
+            return self._view(rtype, entry)  # no-op writes keep the resourceVersion
+        if operation == "Update":
+            ssa.record_update(old, new, entry.ownership, manager)
+        metadata["resourceVersion"] = self._next_rv()
+        entry.times[(manager, operation)] = self._now()
+        entry.obj = new
+        self._after_write(rtype, entry)
+        if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
+            self._remove(rtype, namespace, name)
+        return self._view(rtype, entry)
+
+    def _merge_subresource(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any],
+                           subresource: str | None) -> dict[str, Any]:
+        if "status" not in rtype.subresources:
+            if subresource:
+                raise not_found(f"{rtype.plural}/{subresource}", rtype.group,
+                                old["metadata"]["name"])
+            return new
+        if subresource == "status":
+            merged = copy.deepcopy(old)
+            if "status" in new:
+                merged["status"] = new["status"]
+            else:
+                merged.pop("status", None)
+            return merged
+        if subresource:
+            raise not_found(f"{rtype.plural}/{subresource}", rtype.group, old["metadata"]["name"])
+        if "status" in old:
+            new["status"] = copy.deepcopy(old["status"])
+        else:
+            new.pop("status", None)
+        return new
+
+    def replace(self, rtype: ResourceType, namespace: str | None, name: str,
+                body: dict[str, Any], manager: str, subresource: str | None = None
+                ) -> dict[str, Any]:
+        with self._lock:
+            new = copy.deepcopy(body)
+            self._check_identity(rtype, namespace, new)
+            body_name = new["metadata"].get("name")
+            if body_name and body_name != name:
+                raise bad_request(f"the name of the object ({body_name}) does not match the name "
+                                  f"on the URL ({name})")
+            entry = self._entry(rtype, namespace, name)
+            rv = new["metadata"].get("resourceVersion")
+            if rv and rv != entry.obj["metadata"]["resourceVersion"]:
+                raise conflict(rtype.plural, rtype.group, name,
+                               "the object has been modified; please apply your changes to the "
+                               "latest version and try again")
+            new = self._merge_subresource(rtype, entry.obj, new, subresource)
+            return self._write(rtype, namespace, name, entry, new, manager, "Update")
+
+    def patch(self, rtype: ResourceType, namespace: str | None, name: str, content_type: str,
+              body: bytes, manager: str | None, *, force: bool = False,
+              subresource: str | None = None) -> tuple[dict[str, Any], bool]:
+        """Apply a patch; returns the object and whether it was created (apply only)."""
+        try:
+            patch_doc = (yaml.safe_load(body.decode() or "{}") if content_type == APPLY_PATCH
+                         else json.loads(body or b"null"))
+        except (ValueError, yaml.YAMLError) as exc:
+            raise bad_request(f"error decoding patch: {exc}") from exc
+        with self._lock:
+            if content_type == APPLY_PATCH:
+                if not manager:
+                    raise bad_request("PATCH with content type application/apply-patch+yaml "
+                                      "requires a non-empty parameter `fieldManager`")
+                return self._apply(rtype, namespace, name, patch_doc, manager, force=force,
+                                   subresource=subresource)
+            entry = self._entry(rtype, namespace, name)
+            current = self._view(rtype, entry)
+            current["metadata"].pop("managedFields", None)
+            if content_type == JSON_PATCH:
+                new = json_patch(current, patch_doc)
+            elif content_type == MERGE_PATCH:
+                if not isinstance(patch_doc, dict):
+                    raise bad_request("a merge patch must be a JSON object")
+                new = merge_patch(current, patch_doc)
+            elif content_type == STRATEGIC_MERGE_PATCH:
+                if not isinstance(patch_doc, dict):
+                    raise bad_request("a strategic merge patch must be a JSON object")
+                if rtype.crd:
+                    raise KubeError(415, "UnsupportedMediaType",
+                                    "strategic merge patch is not supported for custom resources;"
+                                    " use merge patch")
+                new = strategic_merge_patch(current, patch_doc)
+            else:
+                raise KubeError(415, "UnsupportedMediaType",
+                                f"the body of the request was in an unknown format - accepted "
+                                f"media types include: {', '.join(PATCH_TYPES)}")
+            if not isinstance(new, dict):
+                raise bad_request("the patched object is not an object")
+            self._check_identity(rtype, namespace, new)
+            rv = new["metadata"].get("resourceVersion")
+            if rv and rv != entry.obj["metadata"]["resourceVersion"]:
+                raise conflict(rtype.plural, rtype.group, name,
+                               "the object has been modified; please apply your changes to the "
+                               "latest version and try again")
+            new = self._merge_subresource(rtype, entry.obj, new, subresource)
+            return self._write(rtype, namespace, name, entry, new, manager or "unknown",
+                               "Update"), False
+
+    def _apply(self, rtype: ResourceType, namespace: str | None, name: str, applied: Any,
+               manager: str, *, force: bool, subresource: str | None
+               ) -> tuple[dict[str, Any], bool]:
+        if not isinstance(applied, dict):
+            raise bad_request("the apply configuration must be an object")
+        for key in ("apiVersion", "kind"):
+            if not applied.get(key):
+                raise bad_request(f"{key} must be set in an apply configuration")
+        self._check_identity(rtype, namespace, applied)
+        body_name = applied["metadata"].get("name")
+        if body_name != name:
+            raise bad_request(f"the name of the object ({body_name}) does not match the name on "
+                              f"the URL ({name})")
+        applied = {k: v for k, v in applied.items() if k not in ("apiVersion", "kind")}
+        existing = self._bucket(rtype, namespace).get(name)
+        if existing is None:
+            if subresource:
+                raise not_found(rtype.plural, rtype.group, name)
+            ownership: ssa.Ownership = {}
+            obj = ssa.apply(None, applied, ownership, manager, force=force,
+                            resource=rtype.plural, group=rtype.group, name=name)
+            created = self.create(rtype, namespace, obj, manager)
+            entry = self._entry(rtype, namespace, name)
+            entry.ownership = ownership
+            entry.times = {(manager, "Apply"): created["metadata"]["creationTimestamp"]}
+            return self._view(rtype, entry), True
+        current = copy.deepcopy(existing.obj)
+        if subresource == "status":
+            applied = {"metadata": applied.get("metadata", {}), "status": applied.get("status")}
+        ownership = copy.deepcopy(existing.ownership)
+        new = ssa.apply(current, applied, ownership, manager, force=force,
+                        resource=rtype.plural, group=rtype.group, name=name)
+        new = self._merge_subresource(rtype, existing.obj, new, subresource)
+        existing.ownership = ownership
+        return self._write(rtype, namespace, name, existing, new, manager, "Apply"), False
+
+    def _remove(self, rtype: ResourceType, namespace: str | None, name: str) -> None:
+        bucket = self._bucket(rtype, namespace)
+        entry = bucket.pop(name, None)
+        if entry is None:
+            return
+        if not rtype.group and rtype.plural == "namespaces":
+            for (_group, _plural), namespaces in self._objects.items():
+                namespaces.pop(name, None)
+        if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
+            spec = entry.obj.get("spec") or {}
+            plural = (spec.get("names") or {}).get("plural", "")
+            self._objects.pop((spec.get("group", ""), plural), None)
+            self._refresh_crds()
+
+    def delete(self, rtype: ResourceType, namespace: str | None, name: str
+               ) -> tuple[dict[str, Any], bool]:
+        """Delete; returns (body, gone): the object if finalizers hold it, else a Status."""
+        with self._lock:
+            entry = self._entry(rtype, namespace, name)
+            metadata = entry.obj["metadata"]
+            if metadata.get("finalizers"):
+                if not metadata.get("deletionTimestamp"):
+                    metadata["deletionTimestamp"] = self._now()
+                    metadata["deletionGracePeriodSeconds"] = 0
+                    metadata["resourceVersion"] = self._next_rv()
+                return self._view(rtype, entry), False
+            self._remove(rtype, namespace, name)
+            self._next_rv()
+            return {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {"name": name, "group": rtype.group, "kind": rtype.plural,
+                            "uid": metadata["uid"]},
+            }, True
+
+    def mutate(self, rtype: ResourceType, namespace: str | None, name: str,
+               change: Callable[[dict[str, Any]], None], manager: str) -> dict[str, Any]:
+        """Change an object in place from inside the emulator (status included), as a
+        controller or the kubelet would."""
+        with self._lock:
+            entry = self._entry(rtype, namespace, name)
+            new = copy.deepcopy(entry.obj)
+            change(new)
+            return self._write(rtype, namespace, name, entry, new, manager, "Update")

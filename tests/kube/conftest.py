@@ -1,0 +1,140 @@
+"""Fixtures: a moto server for STS, EKS bearer tokens, a Kubernetes API and official clients."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from kubernetes import client as k8s
+from moto.server import ThreadedMotoServer
+
+from hypd_local.clock import VirtualClock
+from hypd_local.kube import CLUSTER_ADMIN, VIEW, AccessDecision, AccessPolicy, KubeApiServer
+
+ACCOUNT = "123456789012"
+REGION = "us-west-2"
+CLUSTER = "hp-eks"
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def sts_endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def eks_token(session: boto3.Session, cluster_name: str, *, region: str = REGION,
+              expires: int = 60) -> str:
+    """An EKS bearer token, built the way ``aws eks get-token`` builds one (tests only)."""
+    sts = session.client("sts", region_name=region)
+
+    def take_cluster(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["eks_cluster"] = params.pop("ClusterName")
+
+    def add_header(request: Any, **_: Any) -> None:
+        request.headers["x-k8s-aws-id"] = request.context["eks_cluster"]
+
+    sts.meta.events.register("provide-client-params.sts.GetCallerIdentity", take_cluster)
+    sts.meta.events.register("before-sign.sts.GetCallerIdentity", add_header)
+    url = sts.generate_presigned_url("get_caller_identity", Params={"ClusterName": cluster_name},
+                                     ExpiresIn=expires, HttpMethod="GET")
+    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+
+
+class Principals:
+    """IAM roles in moto and sessions that assumed them."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        base = boto3.Session(region_name=REGION, aws_access_key_id="AKIAIOSFODNN7EXAMPLE",
+                             aws_secret_access_key="testing")
+        self._iam = base.client("iam", endpoint_url=endpoint)
+        self._sts = base.client("sts", endpoint_url=endpoint)
+
+    def role(self, prefix: str) -> tuple[str, boto3.Session]:
+        name = f"{prefix}-{next(_names)}"
+        arn = self._iam.create_role(RoleName=name, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        creds = self._sts.assume_role(RoleArn=arn, RoleSessionName="test")["Credentials"]
+        session = boto3.Session(region_name=REGION, aws_access_key_id=creds["AccessKeyId"],
+                                aws_secret_access_key=creds["SecretAccessKey"],
+                                aws_session_token=creds["SessionToken"])
+        return arn, session
+
+
+@pytest.fixture(scope="session")
+def principals(sts_endpoint: str) -> Principals:
+    return Principals(sts_endpoint)
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock(ticking=False)
+
+
+@pytest.fixture
+def access() -> dict[str, AccessDecision]:
+    """principal ARN -> access entry; tests add entries."""
+    return {}
+
+
+@pytest.fixture
+def server(clock: VirtualClock, access: dict[str, AccessDecision], sts_endpoint: str
+           ) -> Iterator[KubeApiServer]:
+    with KubeApiServer(CLUSTER, access.get, clock, sts_endpoint=sts_endpoint) as running:
+        yield running
+
+
+@pytest.fixture
+def ca_file(server: KubeApiServer, tmp_path: Path) -> str:
+    assert server.certificate_authority_data is not None
+    path = tmp_path / "ca.crt"
+    path.write_bytes(base64.b64decode(server.certificate_authority_data))
+    return str(path)
+
+
+ClientFactory = Callable[[str], k8s.ApiClient]
+
+
+@pytest.fixture
+def make_client(server: KubeApiServer, ca_file: str) -> Iterator[ClientFactory]:
+    """token -> an official ApiClient on the server (https, trusting the cluster's CA)."""
+    made: list[k8s.ApiClient] = []
+
+    def make(token: str) -> k8s.ApiClient:
+        configuration = k8s.Configuration()
+        configuration.host = server.url
+        configuration.ssl_ca_cert = ca_file
+        configuration.api_key = {"authorization": f"Bearer {token}"}
+        api_client = k8s.ApiClient(configuration)
+        made.append(api_client)
+        return api_client
+
+    yield make
+    for api_client in made:
+        api_client.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture
+def admin(principals: Principals, access: dict[str, AccessDecision],
+          make_client: ClientFactory) -> k8s.ApiClient:
+    """A client for a role with AmazonEKSClusterAdminPolicy."""
+    arn, session = principals.role("admin")
+    access[arn] = AccessDecision(username=arn, policies=(AccessPolicy(CLUSTER_ADMIN),))
+    return make_client(eks_token(session, CLUSTER))
+
+
+@pytest.fixture
+def viewer(principals: Principals, access: dict[str, AccessDecision],
+           make_client: ClientFactory) -> k8s.ApiClient:
+    """A client for a role with AmazonEKSViewPolicy only."""
+    arn, session = principals.role("viewer")
+    access[arn] = AccessDecision(username="viewer", policies=(AccessPolicy(VIEW),))
+    return make_client(eks_token(session, CLUSTER))
