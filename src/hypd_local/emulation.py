@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
 from hypd_local.clock import VirtualClock
@@ -28,6 +29,7 @@ from hypd_local.emulator.middleware import EmulatorMiddleware
 from hypd_local.kube import AccessDecision, AccessPolicy, KubeApiRegistry
 
 LOG = logging.getLogger(__name__)
+
 
 class Emit(Protocol):
     """Put an event on the default bus (the emulators call it by position or by keyword)."""
@@ -59,6 +61,25 @@ def kube_access(decision: EksAccess | None) -> AccessDecision | None:
             for p in decision.policies
         ),
     )
+
+
+def iam_user_arn(caller_arn: str) -> str:
+    """The ARN an access entry names for an STS caller ARN.
+
+    moto's STS answers GetCallerIdentity for its default identity (the local cloud's fake
+    credentials) with ``arn:aws:sts::<account>:user/moto``; AWS gives an IAM user's
+    ``arn:aws:iam::<account>:user/<name>``, which is what the EKS emulator's creator entry and
+    access entries name. Assumed-role ARNs pass through (the emulator maps them itself).
+    """
+    parts = caller_arn.split(":", 5)
+    if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("user/"):
+        return ":".join([parts[0], parts[1], "iam", "", parts[4], parts[5]])
+    return caller_arn
+
+
+class _WallClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
 
 
 class Emulation:
@@ -107,7 +128,8 @@ class Emulation:
         )
 
     def start(self, sts_endpoint: str) -> None:
-        self.kube = KubeApiRegistry(self.clock, sts_endpoint=sts_endpoint)
+        # Clients sign tokens with the real time: their age is judged on the wall clock.
+        self.kube = KubeApiRegistry(self.clock, sts_endpoint=sts_endpoint, token_clock=_WallClock())
         self._unsubscribe = self.clock.subscribe(lambda _now: self.tick())
         self._stop.clear()
         self._ticker = threading.Thread(
@@ -202,7 +224,7 @@ class Emulation:
 
     def _authorizer(self, cluster_name: str) -> Callable[[str], AccessDecision | None]:
         def authorize(principal_arn: str) -> AccessDecision | None:
-            return kube_access(self.eks.authorize(cluster_name, principal_arn))
+            return kube_access(self.eks.authorize(cluster_name, iam_user_arn(principal_arn)))
 
         return authorize
 
@@ -218,52 +240,82 @@ class Emulation:
         def hyperpod_create_fails(body: Any) -> tuple[int, Any]:
             fields = _fields(body, optional={"clusterName": str, "message": str})
             message = fields.get("message") or (
-                "Cluster creation failed: lifecycle script exited with a non-zero code.")
+                "Cluster creation failed: lifecycle script exited with a non-zero code."
+            )
             self.hyperpod.fail_next_create(fields.get("clusterName"), message)
-            return 201, {"injected": "hyperpod/create-fails",
-                         "clusterName": fields.get("clusterName"), "message": message}
+            return 201, {
+                "injected": "hyperpod/create-fails",
+                "clusterName": fields.get("clusterName"),
+                "message": message,
+            }
 
         def hyperpod_node_unhealthy(body: Any) -> tuple[int, Any]:
-            fields = _fields(body, required={"clusterName": str, "nodeId": str},
-                             optional={"reason": str, "action": str})
+            fields = _fields(
+                body,
+                required={"clusterName": str, "nodeId": str},
+                optional={"reason": str, "action": str},
+            )
             action = fields.get("action", "Replace")
             if action not in ("Reboot", "Replace"):
                 raise _BadField("action", 'must be "Reboot" or "Replace"')
             reason = fields.get("reason") or "GPU health check failed"
-            self.hyperpod.make_node_unhealthy(fields["clusterName"], fields["nodeId"], reason,
-                                              action)
+            self.hyperpod.make_node_unhealthy(
+                fields["clusterName"], fields["nodeId"], reason, action
+            )
             self.tick()
-            return 201, {"injected": "hyperpod/node-unhealthy", "clusterName":
-                         fields["clusterName"], "nodeId": fields["nodeId"], "reason": reason,
-                         "action": action}
+            return 201, {
+                "injected": "hyperpod/node-unhealthy",
+                "clusterName": fields["clusterName"],
+                "nodeId": fields["nodeId"],
+                "reason": reason,
+                "action": action,
+            }
 
         def hyperpod_insufficient_capacity(body: Any) -> tuple[int, Any]:
-            fields = _fields(body, required={"instanceType": str, "availabilityZone": str},
-                             optional={"enabled": bool})
+            fields = _fields(
+                body,
+                required={"instanceType": str, "availabilityZone": str},
+                optional={"enabled": bool},
+            )
             enabled = fields.get("enabled", True)
-            self.hyperpod.insufficient_capacity(fields["instanceType"],
-                                                fields["availabilityZone"], enabled)
-            return 201, {"injected": "hyperpod/insufficient-capacity",
-                         "instanceType": fields["instanceType"],
-                         "availabilityZone": fields["availabilityZone"], "enabled": enabled}
+            self.hyperpod.insufficient_capacity(
+                fields["instanceType"], fields["availabilityZone"], enabled
+            )
+            return 201, {
+                "injected": "hyperpod/insufficient-capacity",
+                "instanceType": fields["instanceType"],
+                "availabilityZone": fields["availabilityZone"],
+                "enabled": enabled,
+            }
 
         def eks_create_fails(body: Any) -> tuple[int, Any]:
             fields = _fields(body, optional={"name": str, "message": str})
             self.eks.fail_next_cluster(fields.get("name"), fields.get("message") or "")
-            return 201, {"injected": "eks/create-fails", "name": fields.get("name"),
-                         "message": fields.get("message")}
+            return 201, {
+                "injected": "eks/create-fails",
+                "name": fields.get("name"),
+                "message": fields.get("message"),
+            }
 
         def eks_addon_degraded(body: Any) -> tuple[int, Any]:
-            fields = _fields(body, required={"clusterName": str, "addonName": str},
-                             optional={"issueCode": str, "message": str})
+            fields = _fields(
+                body,
+                required={"clusterName": str, "addonName": str},
+                optional={"issueCode": str, "message": str},
+            )
             code = fields.get("issueCode", "InsufficientNumberOfReplicas")
             if code not in ADDON_ISSUE_CODES:
                 raise _BadField("issueCode", f"must be one of {', '.join(ADDON_ISSUE_CODES)}")
-            self.eks.degrade_addon(fields["clusterName"], fields["addonName"], code,
-                                   fields.get("message") or "")
+            self.eks.degrade_addon(
+                fields["clusterName"], fields["addonName"], code, fields.get("message") or ""
+            )
             self.tick()
-            return 201, {"injected": "eks/addon-degraded", "clusterName": fields["clusterName"],
-                         "addonName": fields["addonName"], "issueCode": code}
+            return 201, {
+                "injected": "eks/addon-degraded",
+                "clusterName": fields["clusterName"],
+                "addonName": fields["addonName"],
+                "issueCode": code,
+            }
 
         handlers: dict[str, AdminHandler] = {
             "hyperpod/create-fails": hyperpod_create_fails,
@@ -272,42 +324,25 @@ class Emulation:
             "eks/create-fails": eks_create_fails,
             "eks/addon-degraded": eks_addon_degraded,
         }
-        return {("POST", f"/_local/faults/{path}"): _guarded(handler)
-                for path, handler in handlers.items()}
+        return {
+            ("POST", f"/_local/faults/{path}"): _guarded(handler)
+            for path, handler in handlers.items()
+        }
 
     # ------------------------------------------------------------------ reads
     def _eks_cluster_names(self) -> list[str]:
-        names: list[str] = []
-        token: str | None = None
-        while True:
-            page = self.eks.list_clusters({"nextToken": token} if token else {})
-            names += page.get("clusters", [])
-            token = page.get("nextToken")
-            if not token:
-                return names
+        return _all_pages(self.eks.list_clusters, {}, "nextToken", "clusters")
 
     def _hyperpod_clusters(self) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            page = self.hyperpod.list_clusters({"NextToken": token} if token else {})
-            found += page.get("ClusterSummaries", [])
-            token = page.get("NextToken")
-            if not token:
-                return found
+        return _all_pages(self.hyperpod.list_clusters, {}, "NextToken", "ClusterSummaries")
 
     def _nodes(self, cluster_name: str) -> list[dict[str, Any]]:
-        nodes: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            request: dict[str, Any] = {"ClusterName": cluster_name}
-            if token:
-                request["NextToken"] = token
-            page = self.hyperpod.list_cluster_nodes(request)
-            nodes += page.get("ClusterNodeSummaries", [])
-            token = page.get("NextToken")
-            if not token:
-                return nodes
+        return _all_pages(
+            self.hyperpod.list_cluster_nodes,
+            {"ClusterName": cluster_name},
+            "NextToken",
+            "ClusterNodeSummaries",
+        )
 
     def _eks_status(self, arn: str) -> str | None:
         name = arn.rsplit("/", 1)[-1]
@@ -359,8 +394,11 @@ def _fields(
                 raise _BadField(name, "is required")
             continue
         if not isinstance(value, kind) or (kind is str and not value):
-            raise _BadField(name, f"must be {_TYPE_NAMES.get(kind, kind.__name__)}"
-                            + (" (not empty)" if kind is str else ""))
+            raise _BadField(
+                name,
+                f"must be {_TYPE_NAMES.get(kind, kind.__name__)}"
+                + (" (not empty)" if kind is str else ""),
+            )
         out[name] = value
     return out
 
@@ -373,9 +411,27 @@ def _guarded(handler: AdminHandler) -> AdminHandler:
             return handler(body)
         except _BadField as exc:
             return 400, {"message": str(exc)}
-        except AwsError as exc:
-            return exc.status, {"message": exc.message, "code": exc.code}
+        except AwsError as exc:  # e.g. SageMaker's ResourceNotFound, which AWS sends as 400
+            status = 404 if "NotFound" in exc.code else exc.status
+            return status, {"message": exc.message, "code": exc.code}
         except ValueError as exc:
             return 400, {"message": str(exc)}
 
     return run
+
+
+def _all_pages(
+    call: Callable[[dict[str, Any]], dict[str, Any]],
+    request: dict[str, Any],
+    token_key: str,
+    items_key: str,
+) -> list[Any]:
+    """Every item of a paginated emulator listing (the emulators' own token member names)."""
+    items: list[Any] = []
+    token: str | None = None
+    while True:
+        page = call({**request, token_key: token} if token else dict(request))
+        items += page.get(items_key, [])
+        token = page.get(token_key)
+        if not token:
+            return items

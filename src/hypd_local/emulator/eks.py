@@ -224,6 +224,7 @@ class EksEmulator:
         """The next CreateCluster (of ``name``, or of any name) ends FAILED instead of ACTIVE."""
         self._fail_next.append((name, message or "Cluster creation failed (injected fault)."))
 
+    @_locked
     def degrade_addon(
         self, cluster: str, addon: str, issue_code: str = "InsufficientNumberOfReplicas",
         message: str = "",

@@ -14,8 +14,9 @@ class KubeApiRegistry:
     (:meth:`remove`) and stops them all on shutdown (:meth:`stop_all`)."""
 
     def __init__(self, clock: Clock, *, sts_endpoint: str | None, host: str = "127.0.0.1",
-                 tls_enabled: bool = True) -> None:
+                 tls_enabled: bool = True, token_clock: Clock | None = None) -> None:
         self._clock = clock
+        self._token_clock = token_clock
         self._sts_endpoint = sts_endpoint
         self._host = host
         self._tls = tls_enabled
@@ -29,7 +30,8 @@ class KubeApiRegistry:
             server = self._servers.get(cluster_name)
             if server is None:
                 server = KubeApiServer(cluster_name, authorizer, self._clock, self._host,
-                                       sts_endpoint=self._sts_endpoint, tls_enabled=self._tls)
+                                       sts_endpoint=self._sts_endpoint, tls_enabled=self._tls,
+                                       token_clock=self._token_clock)
                 server.start()
                 self._servers[cluster_name] = server
             else:
