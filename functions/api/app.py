@@ -37,6 +37,8 @@ app = build_app(
         locks=LockStore(_table),
         sfn_client=lazy_client("stepfunctions", SETTINGS.region),
         discover_state_machine_arn=SETTINGS.discover_state_machine_arn,
+        ec2_client=lazy_client("ec2", SETTINGS.region),
+        sagemaker_client=lazy_client("sagemaker", SETTINGS.region),
     )
 )
 

@@ -24,7 +24,7 @@ from hypd_local.emulator.eks import ADDON_ISSUE_CODES, EksEmulator
 from hypd_local.emulator.eks_model import AccessDecision as EksAccess
 from hypd_local.emulator.errors import AwsError
 from hypd_local.emulator.faults import Faults
-from hypd_local.emulator.hyperpod import HyperPodEmulator
+from hypd_local.emulator.hyperpod import Catalog, HyperPodEmulator
 from hypd_local.emulator.middleware import EmulatorMiddleware
 from hypd_local.kube import AccessDecision, AccessPolicy, KubeApiRegistry
 
@@ -77,6 +77,29 @@ def iam_user_arn(caller_arn: str) -> str:
     return caller_arn
 
 
+def ec2_catalog(region: str, base: Catalog | None = None) -> Catalog:
+    """The HyperPod catalogue whose zones of ``region`` offer what moto's EC2 offers there.
+
+    DescribeInstanceTypeOfferings is answered by moto from its own data; HyperPod's
+    CreateCluster checks "the zone offers the type" against the emulator's catalogue. Both now
+    read moto's data, so a type EC2 lists for a zone is one HyperPod accepts there (and the
+    other way round). The candidates are botocore's ``ClusterInstanceType`` enum.
+    """
+    import botocore.session
+    from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    candidates = model.shape_for("ClusterInstanceType").enum
+    offerings: dict[str, set[str]] = {}
+    for offering in INSTANCE_TYPE_OFFERINGS["availability-zone"].get(region, []):
+        offerings.setdefault(offering["Location"], set()).add(offering["InstanceType"])
+    if not offerings:  # a Region moto has no data for: keep the seeded catalogue
+        return base or Catalog.default()
+    return (base or Catalog.default()).with_ec2_offerings(
+        region, candidates, offerings, INSTANCE_TYPES
+    )
+
+
 class _WallClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
@@ -107,6 +130,7 @@ class Emulation:
             cast(Any, emit),
             account_id,
             region,
+            catalog=ec2_catalog(region),
             eks_lookup=self._eks_status,
             subnet_zone=lambda s: self._subnet(s, "availability_zone"),
         )

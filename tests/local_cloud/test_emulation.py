@@ -643,6 +643,9 @@ class TestEventDelivery:
         active_eks(cloud, eks_name)
         eks.create_addon(clusterName=eks_name, addonName="vpc-cni")
         cloud.clock.advance(10 * 60)
+        # EventBridge promises no order between events: let the first one arrive before the
+        # second is emitted, so the order below is the order they happened in.
+        cloud.wait_for_executions()
         assert cloud.emulation is not None
         cloud.emulation.eks.degrade_addon(eks_name, "vpc-cni", "InsufficientNumberOfReplicas")
         cloud.clock.advance(1)

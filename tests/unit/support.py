@@ -237,3 +237,23 @@ def load_function_module(function_dir: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def answer_list_training_plans(session: Any, summaries: list[dict[str, Any]]) -> None:
+    """Make ListTrainingPlans on `session`'s clients answer `summaries` (moto lacks it).
+
+    A `before-call` handler that returns a response short-circuits the call (moto answers at
+    `before-send`, later). It is registered last on the plain `before-call` event, so a call
+    recorder registered there earlier still sees the call.
+    """
+    from botocore.awsrequest import AWSResponse
+
+    def answer(model: Any, **_kwargs: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        if model.name != "ListTrainingPlans":
+            return None
+        return AWSResponse("", 200, {}, None), {"TrainingPlanSummaries": summaries}
+
+    session.events.register_last("before-call", answer, unique_id=ANSWER_TRAINING_PLANS)
+
+
+ANSWER_TRAINING_PLANS = "answer-list-training-plans"

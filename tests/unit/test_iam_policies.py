@@ -23,6 +23,7 @@ from tests.unit.support import (
     REGION,
     TABLE_NAME,
     FakeLambdaContext,
+    answer_list_training_plans,
     discover_operation,
     function_environment,
     load_event,
@@ -127,12 +128,30 @@ def test_api_function_reads_and_starts_within_its_policy(
     )
     assert api_call(module, "GET", "/operations") == 200
     assert api_call(module, "GET", "/clusters") == 200
+    answer_list_training_plans(boto3.DEFAULT_SESSION, [])
+    for path in ("/catalog/availability-zones", "/catalog/training-plans"):
+        assert api_call(module, "GET", path) == 200
+    assert (
+        api_call(
+            module,
+            "GET",
+            "/catalog/instance-types",
+            queryStringParameters={"availabilityZone": f"{REGION}a"},
+        )
+        == 200
+    )
     assert (
         api_call(module, "GET", "/clusters/x", "/clusters/{tag}", pathParameters={"tag": "x"})
         == 404
     )
     # Then every call it made is allowed
-    assert "states:StartExecution" in recorded
+    assert {
+        "states:StartExecution",
+        "ec2:DescribeAvailabilityZones",
+        "ec2:DescribeInstanceTypeOfferings",
+        "ec2:DescribeInstanceTypes",
+        "sagemaker:ListTrainingPlans",
+    } <= recorded
     assert recorded - policy_actions(template, "ApiFunction") == set()
 
 

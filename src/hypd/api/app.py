@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 from hypd import __version__
-from hypd.api import clusters, operations
+from hypd.api import catalog, clusters, operations
 from hypd.api.errors import ERROR_RESPONSES, register_error_handlers
 from hypd.api.models import ErrorBody, OperationAccepted
 from hypd.api.services import ApiServices
@@ -24,6 +24,7 @@ def build_app(services: ApiServices) -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
     app.include_router(clusters.build_router(services))
     app.include_router(operations.build_router(services))
+    app.include_router(catalog.build_router(services))
     register_error_handlers(app)
     return app
 

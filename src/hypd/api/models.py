@@ -91,3 +91,92 @@ class ClusterView(ApiModel):
 class ClusterList(ApiModel):
     clusters: list[ClusterView]
     next_token: str | None = Field(default=None, alias="nextToken")
+
+
+# ---------------------------------------------------------------- catalogue
+class AvailabilityZoneView(ApiModel):
+    name: str = Field(description="The zone's name in this account, e.g. us-west-2c.")
+    zone_id: str = Field(
+        alias="zoneId", description="The zone's ID, the same in every account (e.g. usw2-az3)."
+    )
+    state: str
+
+
+class AvailabilityZoneList(ApiModel):
+    region: str | None = None
+    availability_zones: list[AvailabilityZoneView] = Field(alias="availabilityZones")
+
+
+class GpuView(ApiModel):
+    name: str
+    manufacturer: str
+    count: int
+    memory_mib: int | None = Field(default=None, alias="memoryMiB")
+
+
+class NeuronDeviceView(ApiModel):
+    name: str
+    count: int
+    core_count: int | None = Field(default=None, alias="coreCount")
+    memory_mib: int | None = Field(default=None, alias="memoryMiB")
+
+
+class InstanceTypeView(ApiModel):
+    instance_type: str = Field(alias="instanceType", description="The HyperPod (ml.*) type.")
+    ec2_instance_type: str = Field(alias="ec2InstanceType", description="The EC2 type behind it.")
+    availability_zones: list[str] = Field(
+        alias="availabilityZones", description="The Region's zones that offer it."
+    )
+    vcpus: int | None = Field(default=None, alias="vCpus")
+    memory_mib: int | None = Field(default=None, alias="memoryMiB")
+    gpus: list[GpuView] = Field(default_factory=list)
+    total_gpu_memory_mib: int | None = Field(default=None, alias="totalGpuMemoryMiB")
+    neuron_devices: list[NeuronDeviceView] = Field(default_factory=list, alias="neuronDevices")
+    maximum_network_cards: int | None = Field(default=None, alias="maximumNetworkCards")
+    efa_supported: bool | None = Field(
+        default=None,
+        alias="efaSupported",
+        description="Whether the type supports EFA (needed for EFA-only network interfaces).",
+    )
+    maximum_efa_interfaces: int | None = Field(default=None, alias="maximumEfaInterfaces")
+
+
+class InstanceTypeList(ApiModel):
+    availability_zone: str | None = Field(
+        default=None, alias="availabilityZone", description="The zone asked for, if any."
+    )
+    instance_types: list[InstanceTypeView] = Field(alias="instanceTypes")
+
+
+class ReservedCapacityView(ApiModel):
+    instance_type: str | None = Field(default=None, alias="instanceType")
+    total_instance_count: int | None = Field(default=None, alias="totalInstanceCount")
+    availability_zone: str | None = Field(default=None, alias="availabilityZone")
+    availability_zone_id: str | None = Field(default=None, alias="availabilityZoneId")
+    status: str | None = None
+
+
+class TrainingPlanView(ApiModel):
+    name: str
+    arn: str
+    status: str
+    status_message: str | None = Field(default=None, alias="statusMessage")
+    instance_types: list[str] = Field(
+        alias="instanceTypes", description="The instance types of its reserved capacities."
+    )
+    availability_zones: list[str] = Field(
+        alias="availabilityZones",
+        description="The zones of its reserved capacities (a plan has no zone of its own).",
+    )
+    total_instance_count: int | None = Field(default=None, alias="totalInstanceCount")
+    available_instance_count: int | None = Field(default=None, alias="availableInstanceCount")
+    in_use_instance_count: int | None = Field(default=None, alias="inUseInstanceCount")
+    start_time: str | None = Field(default=None, alias="startTime")
+    end_time: str | None = Field(default=None, alias="endTime")
+    duration_hours: int | None = Field(default=None, alias="durationHours")
+    target_resources: list[str] = Field(default_factory=list, alias="targetResources")
+    reserved_capacities: list[ReservedCapacityView] = Field(alias="reservedCapacities")
+
+
+class TrainingPlanList(ApiModel):
+    training_plans: list[TrainingPlanView] = Field(alias="trainingPlans")

@@ -30,6 +30,8 @@ def render() -> str:
             locks=unused,
             sfn_client=unused,
             discover_state_machine_arn=None,
+            ec2_client=unused,
+            sagemaker_client=unused,
         )
     )
     return json.dumps(openapi_document(app), indent=2, sort_keys=True) + "\n"

@@ -18,3 +18,6 @@ class ApiServices:
     locks: LockStore
     sfn_client: Callable[[], Any]
     discover_state_machine_arn: str | None
+    # The catalogue routes' clients: created on first use (a cold start pays only for its own).
+    ec2_client: Callable[[], Any]
+    sagemaker_client: Callable[[], Any]

@@ -1,4 +1,5 @@
-"""EC2 adapter: the VPC facts and the few writes the network function needs.
+"""EC2 adapter: the VPC facts and the few writes the network function needs, and the
+catalogue's reads (zones, instance type offerings, instance type facts).
 
 Every call translates `ClientError` with `hypd.aws.errors.translate`, except the codes the
 network function decides on (a missing subnet, an overlapping CIDR, an association or route that
@@ -7,12 +8,14 @@ already exists), which become a return value or a named error here.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
+from hypd.catalog.models import Accelerator, AvailabilityZone, Gpu, InstanceTypeFacts
 from hypd.errors import TemporaryError
 
 
@@ -352,3 +355,103 @@ def add_endpoint_route_table(client: Any, vpc_endpoint_id: str, route_table_id: 
         client.modify_vpc_endpoint(VpcEndpointId=vpc_endpoint_id, AddRouteTableIds=[route_table_id])
     except (ClientError, *NETWORK_ERRORS) as exc:
         raise translate(exc, action) from exc
+
+
+# ---------------------------------------------------------------------------- catalogue
+# DescribeInstanceTypes takes at most 100 types; filters are kept to the same size.
+_INSTANCE_TYPES_PER_CALL = 100
+_USABLE_OPT_IN = {"opt-in-not-required", "opted-in"}
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def list_availability_zones(client: Any) -> list[AvailabilityZone]:
+    """The Region's Availability Zones that are available and opted in (no Local Zones)."""
+    try:
+        raw = client.describe_availability_zones()["AvailabilityZones"]
+    except (ClientError, *NETWORK_ERRORS) as exc:
+        raise translate(exc, "listing Availability Zones") from exc
+    return sorted(
+        (
+            AvailabilityZone(
+                name=zone["ZoneName"],
+                zone_id=zone["ZoneId"],
+                state=zone["State"],
+                region=zone["RegionName"],
+            )
+            for zone in raw
+            if zone.get("ZoneType", "availability-zone") == "availability-zone"
+            and zone.get("State") == "available"
+            and zone.get("OptInStatus", "opt-in-not-required") in _USABLE_OPT_IN
+        ),
+        key=lambda z: z.name,
+    )
+
+
+def list_zone_offerings(client: Any, instance_types: Sequence[str]) -> list[tuple[str, str]]:
+    """``(instance type, zone)`` for every zone of the Region offering one of the EC2 types."""
+    offerings: list[tuple[str, str]] = []
+    for chunk in _chunks(sorted(set(instance_types)), _INSTANCE_TYPES_PER_CALL):
+        raw = _paginate(
+            client,
+            "describe_instance_type_offerings",
+            "InstanceTypeOfferings",
+            "listing instance type offerings",
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": chunk}],
+        )
+        offerings.extend((o["InstanceType"], o["Location"]) for o in raw)
+    return sorted(set(offerings))
+
+
+def describe_instance_types(
+    client: Any, instance_types: Sequence[str]
+) -> dict[str, InstanceTypeFacts]:
+    """vCPUs, memory, GPUs, Neuron devices, network cards and EFA of each EC2 type."""
+    facts: dict[str, InstanceTypeFacts] = {}
+    for chunk in _chunks(sorted(set(instance_types)), _INSTANCE_TYPES_PER_CALL):
+        raw = _paginate(
+            client,
+            "describe_instance_types",
+            "InstanceTypes",
+            "describing instance types",
+            InstanceTypes=chunk,
+        )
+        facts.update((t["InstanceType"], _instance_type_facts(t)) for t in raw)
+    return facts
+
+
+def _instance_type_facts(raw: dict[str, Any]) -> InstanceTypeFacts:
+    gpu_info = raw.get("GpuInfo") or {}
+    neuron_info = raw.get("NeuronInfo") or {}
+    network = raw.get("NetworkInfo") or {}
+    return InstanceTypeFacts(
+        ec2_instance_type=raw["InstanceType"],
+        vcpus=(raw.get("VCpuInfo") or {}).get("DefaultVCpus"),
+        memory_mib=(raw.get("MemoryInfo") or {}).get("SizeInMiB"),
+        gpus=tuple(
+            Gpu(
+                name=gpu.get("Name", ""),
+                manufacturer=gpu.get("Manufacturer", ""),
+                count=int(gpu.get("Count", 0)),
+                memory_mib=(gpu.get("MemoryInfo") or {}).get("SizeInMiB"),
+            )
+            for gpu in gpu_info.get("Gpus") or []
+        ),
+        total_gpu_memory_mib=gpu_info.get("TotalGpuMemoryInMiB"),
+        neuron_devices=tuple(
+            Accelerator(
+                name=device.get("Name", ""),
+                count=int(device.get("Count", 0)),
+                core_count=(device.get("CoreInfo") or {}).get("Count"),
+                memory_mib=(device.get("MemoryInfo") or {}).get("SizeInMiB"),
+            )
+            for device in neuron_info.get("NeuronDevices") or []
+        ),
+        maximum_network_cards=network.get("MaximumNetworkCards"),
+        efa_supported=bool(network.get("EfaSupported", False)),
+        maximum_efa_interfaces=(network.get("EfaInfo") or {}).get("MaximumEfaInterfaces"),
+    )

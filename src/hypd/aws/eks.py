@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hypd import clock
-from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
+from hypd.aws.errors import NETWORK_ERRORS, code_in, translate, unless_not_found
 from hypd.clusters.models import EksCluster
 
 
@@ -24,15 +24,12 @@ def list_cluster_names(client: Any) -> list[str]:
 
 def describe_cluster(client: Any, name: str) -> EksCluster | None:
     """The cluster, or None if it disappeared since it was listed."""
-    try:
-        cluster = client.describe_cluster(name=name)["cluster"]
-    except ClientError as exc:
-        if error_code(exc) == "ResourceNotFoundException":
-            return None
-        raise translate(exc, f"describing EKS cluster {name}") from exc
-    except NETWORK_ERRORS as exc:
-        raise translate(exc, f"describing EKS cluster {name}") from exc
-    return to_model(cluster)
+    cluster = unless_not_found(
+        lambda: client.describe_cluster(name=name)["cluster"],
+        f"describing EKS cluster {name}",
+        code_in("ResourceNotFoundException"),
+    )
+    return None if cluster is None else to_model(cluster)
 
 
 def to_model(cluster: dict[str, Any]) -> EksCluster:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
@@ -96,3 +99,25 @@ def translate(exc: Exception, action: str) -> HypdError:
     if code in UNAVAILABLE_CODES or status >= 500:
         return AwsUnavailable(text, details=details)
     return AwsRequestRejected(text, details=details)
+
+
+T = TypeVar("T")
+
+
+def unless_not_found(
+    call: Callable[[], T], action: str, is_not_found: Callable[[ClientError], bool]
+) -> T | None:
+    """`call()`, or None when AWS says the resource does not exist; other errors translated."""
+    try:
+        return call()
+    except ClientError as exc:
+        if is_not_found(exc):
+            return None
+        raise translate(exc, action) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, action) from exc
+
+
+def code_in(*codes: str) -> Callable[[ClientError], bool]:
+    """A not-found test for `unless_not_found`: the error code is one of `codes`."""
+    return lambda exc: error_code(exc) in codes

@@ -5,14 +5,20 @@ which ``ml.*`` instance types each availability zone offers, how many network ca
 each type has, the account's per-type quota for cluster usage, the training plans the account
 owns and the offerings ``SearchTrainingPlanOfferings`` can return.
 
+``Catalog.with_ec2_offerings`` re-bases a catalogue on EC2's facts for one Region (which zone
+offers which EC2 type, network cards, EFA), so the local cloud's HyperPod agrees with its EC2's
+DescribeInstanceTypeOfferings (see docs/emulator.md, "One catalogue").
+
 Times of training plans and offerings may be absolute (aware ``datetime``) or relative to the
 emulator's start (``timedelta``), so the default catalogue works with any virtual clock.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 When = datetime | timedelta
 
@@ -143,3 +149,34 @@ class Catalog:
 
     def zones_in(self, region: str) -> list[str]:
         return sorted(z for z in self.zones if z[:-1] == region)
+
+    def with_ec2_offerings(
+        self,
+        region: str,
+        candidates: Iterable[str],
+        offerings: Mapping[str, Iterable[str]],
+        ec2_types: Mapping[str, Mapping[str, Any]],
+    ) -> Catalog:
+        """This catalogue with the zones of ``region`` taken from EC2.
+
+        ``candidates`` are the ``ml.*`` types HyperPod accepts; ``offerings`` maps each zone of
+        the Region to the EC2 types it offers (DescribeInstanceTypeOfferings by
+        availability-zone); ``ec2_types`` are DescribeInstanceTypes entries by EC2 type. A zone
+        then offers ``ml.X`` exactly when EC2 offers ``X`` there. Types the catalogue did not
+        know get their network cards and EFA from EC2 and the default quota; known types keep
+        their seeded data. Other Regions' zones, plans and offerings are kept.
+        """
+        by_ec2 = {name.removeprefix("ml."): name for name in candidates if name.startswith("ml.")}
+        zones = {z: types for z, types in self.zones.items() if z[:-1] != region}
+        instance_types = dict(self.instance_types)
+        for zone, ec2_offered in offerings.items():
+            offered = {by_ec2[t] for t in ec2_offered if t in by_ec2}
+            zones[zone] = frozenset(offered)
+            for name in offered - instance_types.keys():
+                network = ec2_types.get(name.removeprefix("ml."), {}).get("NetworkInfo") or {}
+                instance_types[name] = InstanceTypeInfo(
+                    name,
+                    network_cards=int(network.get("MaximumNetworkCards", 1)),
+                    efa=bool(network.get("EfaSupported", False)),
+                )
+        return replace(self, zones=zones, instance_types=instance_types)
