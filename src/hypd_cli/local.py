@@ -129,7 +129,8 @@ def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO) -> 
         f"hypd local cloud is running ({template})",
         f"  REST API       {cloud.api_url}",
         f"  AWS endpoint   {cloud.aws_endpoint}",
-        f"  virtual clock  {cloud.local_url}/_local/clock  (POST {{\"advanceSeconds\": N}})",
+        f"  virtual clock  {cloud.local_url}/_local/clock  "
+        f"(POST /_local/clock/advance {{\"seconds\": N}})",
     ]
     if seeds:
         lines.append(f"  seeded         {', '.join(seeds)}")

@@ -13,9 +13,8 @@ Routes need SigV4 (AWS_IAM) on AWS. Locally unsigned requests are accepted; when
 ``Authorization`` header is present (not verified), its access key and the identity moto's STS
 associates with it go into ``requestContext.identity``.
 
-The front also serves the local cloud's own endpoints outside the stage path:
-``GET /_local/clock`` -> ``{"now": iso8601}``; ``POST /_local/clock`` with
-``{"advanceSeconds": N}`` advances the virtual clock; ``GET /_local/health``.
+The front also serves the local cloud's own endpoints outside the stage path (``/_local/...``):
+the handlers it is given as ``admin`` (the clock, info and faults; see `LocalCloud`).
 """
 
 from __future__ import annotations
@@ -162,22 +161,7 @@ class ApiFront:
             return _json(status, payload)
         if any(path == request.path for _, path in self._admin):
             return _json(405, {"message": "Method not allowed"})
-        if request.path not in ("/_local/health", "/_local/clock"):
-            return _json(404, {"message": f"no local endpoint {request.path}"})
-        if request.path == "/_local/health":
-            return _json(200, {"status": "ok"})
-        if request.method == "GET":
-            return _json(200, {"now": self._clock.now().isoformat()})
-        if request.method == "POST":
-            try:
-                body = json.loads(request.get_data() or b"{}")
-                seconds = float(body["advanceSeconds"])
-                if seconds < 0:
-                    raise ValueError("advanceSeconds must be >= 0")
-            except (ValueError, KeyError, TypeError) as exc:
-                return _json(400, {"message": f"expected {{\"advanceSeconds\": N >= 0}}: {exc}"})
-            return _json(200, {"now": self._clock.advance(seconds).isoformat()})
-        return _json(405, {"message": "Method not allowed"})
+        return _json(404, {"message": f"no local endpoint {request.path}"})
 
     def _resolve(self, parts: list[str], method: str) -> tuple[RouteSpec, dict[str, str]] | None:
         best_key: tuple[int, ...] | None = None

@@ -480,8 +480,13 @@ class LocalCloud:
                 return 400, {"message": 'expected {"seconds": N} with N >= 0'}
             return 200, {"now": self.clock.advance(float(seconds)).isoformat()}
 
+        def now(_body: Any) -> tuple[int, Any]:
+            return 200, {"now": self.clock.now().isoformat()}
+
         routes: dict[tuple[str, str], AdminHandler] = {
+            ("GET", "/_local/health"): lambda _body: (200, {"status": "ok"}),
             ("GET", "/_local/info"): info,
+            ("GET", "/_local/clock"): now,
             ("POST", "/_local/clock/advance"): advance,
         }
         routes.update(admin_routes(self.faults))

@@ -144,12 +144,14 @@ def test_the_virtual_clock_over_http(cloud: LocalCloud) -> None:
     status, _, body = call(cloud.local_url + "/_local/clock")
     before = json.loads(body)["now"]
 
-    status, _, body = call(cloud.local_url + "/_local/clock", method="POST",
-                           body=json.dumps({"advanceSeconds": 86400}).encode())
+    status, _, body = call(cloud.local_url + "/_local/clock/advance", method="POST",
+                           body=json.dumps({"seconds": 86400}).encode())
 
     assert status == 200
     after = datetime.fromisoformat(json.loads(body)["now"])
     assert after - datetime.fromisoformat(before) >= timedelta(days=1)
-    status, _, _ = call(cloud.local_url + "/_local/clock", method="POST",
-                        body=b'{"advanceSeconds": -1}')
+    status, _, _ = call(cloud.local_url + "/_local/clock/advance", method="POST",
+                        body=b'{"seconds": -1}')
     assert status == 400
+    status, _, _ = call(cloud.local_url + "/_local/clock", method="POST", body=b"{}")
+    assert status == 405

@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
+from hypd.aws.errors import NETWORK_ERRORS, all_pages, error_code, translate
 from hypd.catalog.models import Accelerator, AvailabilityZone, Gpu, InstanceTypeFacts
 from hypd.errors import TemporaryError
 
@@ -88,16 +88,6 @@ def _tag_specification(resource_type: str, tags: dict[str, str]) -> dict[str, An
 
 def _filters(values: dict[str, str]) -> list[dict[str, Any]]:
     return [{"Name": name, "Values": [value]} for name, value in values.items()]
-
-
-def _paginate(client: Any, operation: str, key: str, action: str, **kwargs: Any) -> list[Any]:
-    items: list[Any] = []
-    try:
-        for page in client.get_paginator(operation).paginate(**kwargs):
-            items.extend(page.get(key, []))
-    except (ClientError, *NETWORK_ERRORS) as exc:
-        raise translate(exc, action) from exc
-    return items
 
 
 def _subnet(raw: dict[str, Any]) -> Subnet:
@@ -174,7 +164,7 @@ def list_subnets(
     client: Any, vpc_id: str, *, filters: dict[str, str] | None = None
 ) -> list[Subnet]:
     """The VPC's subnets, narrowed by EC2 filters (`{"tag:hypd:role": "compute"}`)."""
-    raw = _paginate(
+    raw = all_pages(
         client,
         "describe_subnets",
         "Subnets",
@@ -187,7 +177,7 @@ def list_subnets(
 def list_route_tables(
     client: Any, vpc_id: str, *, filters: dict[str, str] | None = None
 ) -> list[RouteTable]:
-    raw = _paginate(
+    raw = all_pages(
         client,
         "describe_route_tables",
         "RouteTables",
@@ -199,7 +189,7 @@ def list_route_tables(
 
 def list_nat_gateways(client: Any, vpc_id: str) -> list[NatGateway]:
     """The VPC's NAT gateways that can carry traffic now (state available)."""
-    raw = _paginate(
+    raw = all_pages(
         client,
         "describe_nat_gateways",
         "NatGateways",
@@ -218,7 +208,7 @@ def list_nat_gateways(client: Any, vpc_id: str) -> list[NatGateway]:
 
 def list_gateway_endpoints(client: Any, vpc_id: str, service_name: str) -> list[VpcEndpoint]:
     """The VPC's gateway endpoints for `service_name` that are not being deleted."""
-    raw = _paginate(
+    raw = all_pages(
         client,
         "describe_vpc_endpoints",
         "VpcEndpoints",
@@ -395,7 +385,7 @@ def list_zone_offerings(client: Any, instance_types: Sequence[str]) -> list[tupl
     """``(instance type, zone)`` for every zone of the Region offering one of the EC2 types."""
     offerings: list[tuple[str, str]] = []
     for chunk in _chunks(sorted(set(instance_types)), _INSTANCE_TYPES_PER_CALL):
-        raw = _paginate(
+        raw = all_pages(
             client,
             "describe_instance_type_offerings",
             "InstanceTypeOfferings",
@@ -413,7 +403,7 @@ def describe_instance_types(
     """vCPUs, memory, GPUs, Neuron devices, network cards and EFA of each EC2 type."""
     facts: dict[str, InstanceTypeFacts] = {}
     for chunk in _chunks(sorted(set(instance_types)), _INSTANCE_TYPES_PER_CALL):
-        raw = _paginate(
+        raw = all_pages(
             client,
             "describe_instance_types",
             "InstanceTypes",

@@ -5,21 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from hypd import clock
-from hypd.aws.errors import NETWORK_ERRORS, code_in, translate, unless_not_found
+from hypd.aws.errors import all_pages, code_in, unless_not_found
 from hypd.clusters.models import EksCluster
 
 
 def list_cluster_names(client: Any) -> list[str]:
-    names: list[str] = []
-    try:
-        for page in client.get_paginator("list_clusters").paginate():
-            names.extend(page.get("clusters", []))
-    except (ClientError, *NETWORK_ERRORS) as exc:
-        raise translate(exc, "listing EKS clusters") from exc
-    return sorted(names)
+    return sorted(all_pages(client, "list_clusters", "clusters", "listing EKS clusters"))
 
 
 def describe_cluster(client: Any, name: str) -> EksCluster | None:

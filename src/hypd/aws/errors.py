@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from botocore.exceptions import (
     ClientError,
@@ -121,3 +121,14 @@ def unless_not_found(
 def code_in(*codes: str) -> Callable[[ClientError], bool]:
     """A not-found test for `unless_not_found`: the error code is one of `codes`."""
     return lambda exc: error_code(exc) in codes
+
+
+def all_pages(client: Any, operation: str, key: str, action: str, **kwargs: Any) -> list[Any]:
+    """Every `key` item of a paginated operation; errors translated with `action`."""
+    items: list[Any] = []
+    try:
+        for page in client.get_paginator(operation).paginate(**kwargs):
+            items.extend(page.get(key, []))
+    except (ClientError, *NETWORK_ERRORS) as exc:
+        raise translate(exc, action) from exc
+    return items

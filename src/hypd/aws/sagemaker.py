@@ -8,19 +8,14 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hypd import clock
-from hypd.aws.errors import NETWORK_ERRORS, code_in, error_code, translate, unless_not_found
+from hypd.aws.errors import all_pages, code_in, error_code, unless_not_found
 from hypd.catalog.models import ReservedCapacity, TrainingPlan
 from hypd.clusters.models import HyperPodCluster, InstanceGroupSummary
 
 
 def list_cluster_names(client: Any) -> list[str]:
-    names: list[str] = []
-    try:
-        for page in client.get_paginator("list_clusters").paginate():
-            names.extend(summary["ClusterName"] for summary in page.get("ClusterSummaries", []))
-    except (ClientError, *NETWORK_ERRORS) as exc:
-        raise translate(exc, "listing HyperPod clusters") from exc
-    return sorted(names)
+    summaries = all_pages(client, "list_clusters", "ClusterSummaries", "listing HyperPod clusters")
+    return sorted(summary["ClusterName"] for summary in summaries)
 
 
 def describe_cluster(client: Any, name: str) -> HyperPodCluster | None:
@@ -44,13 +39,8 @@ def _cluster_not_found(exc: ClientError) -> bool:
 
 
 def list_tags(client: Any, arn: str) -> dict[str, str]:
-    tags: dict[str, str] = {}
-    try:
-        for page in client.get_paginator("list_tags").paginate(ResourceArn=arn):
-            tags.update({tag["Key"]: tag.get("Value", "") for tag in page.get("Tags", [])})
-    except (ClientError, *NETWORK_ERRORS) as exc:
-        raise translate(exc, f"listing tags of {arn}") from exc
-    return tags
+    tags = all_pages(client, "list_tags", "Tags", f"listing tags of {arn}", ResourceArn=arn)
+    return {tag["Key"]: tag.get("Value", "") for tag in tags}
 
 
 def to_model(cluster: dict[str, Any], tags: dict[str, str]) -> HyperPodCluster:
@@ -82,13 +72,10 @@ def to_model(cluster: dict[str, Any], tags: dict[str, str]) -> HyperPodCluster:
 # ---------------------------------------------------------------------------- training plans
 def list_training_plans(client: Any) -> list[TrainingPlan]:
     """Every training plan of the account in the Region (all pages), by name."""
-    plans: list[TrainingPlan] = []
-    try:
-        for page in client.get_paginator("list_training_plans").paginate():
-            plans.extend(training_plan(raw) for raw in page.get("TrainingPlanSummaries", []))
-    except (ClientError, *NETWORK_ERRORS) as exc:
-        raise translate(exc, "listing training plans") from exc
-    return sorted(plans, key=lambda plan: plan.name)
+    summaries = all_pages(
+        client, "list_training_plans", "TrainingPlanSummaries", "listing training plans"
+    )
+    return sorted((training_plan(raw) for raw in summaries), key=lambda plan: plan.name)
 
 
 def describe_training_plan(client: Any, name: str) -> TrainingPlan | None:
