@@ -15,9 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def cloud() -> Iterator[object]:
     """A fresh local cloud running the project's template.yaml (one per test: no shared state)."""
+    from hypd_cli.local import local_parameters
     from hypd_local import LocalCloud
 
-    with LocalCloud(ROOT / "template.yaml") as running:
+    template = ROOT / "template.yaml"
+    with LocalCloud(template, parameters=local_parameters(template)) as running:
         yield running
         running.wait_for_executions(timeout=60)
 

@@ -17,11 +17,12 @@ def fail_calls(
     *,
     times: int,
     block: threading.Event | None = None,
+    entered: threading.Event | None = None,
 ) -> Iterator[list[int]]:
     """Make the next `times` calls of `service`.`method` (snake_case) on the local cloud fail
     with `error_code` (an AWS error code, through the emulator's fault injection), or, with
     `block`, wait until the event is set and then answer normally. Yields a one-item list
-    counting the calls the emulator saw."""
+    counting the calls the emulator saw; `entered` is set when the first call arrives."""
     emulator = {"eks": cloud.emulation.eks, "sagemaker": cloud.emulation.hyperpod}[service]
     original = getattr(emulator, method)
     seen = [0]
@@ -31,6 +32,8 @@ def fail_calls(
         with lock:
             seen[0] += 1
             blocked = block is not None and seen[0] <= times
+        if entered is not None:
+            entered.set()
         if blocked and block is not None and not block.wait(timeout=60):
             raise TimeoutError("the test never released the blocked call")
         return original(params)
@@ -56,3 +59,27 @@ def records_in_table(cloud: Any, pk_prefix: str) -> list[str]:
             item["PK"]["S"] for item in page["Items"] if item["PK"]["S"].startswith(pk_prefix)
         )
     return sorted(keys)
+
+
+def group_body(**overrides: Any) -> dict[str, Any]:
+    """An `instanceGroups` item of POST /clusters (one on-demand ml.g6.4xlarge by default)."""
+    body: dict[str, Any] = {
+        "name": "workers",
+        "instanceType": "ml.g6.4xlarge",
+        "count": 2,
+        "capacity": {"type": "on-demand"},
+    }
+    body.update(overrides)
+    return body
+
+
+def create_body(**overrides: Any) -> dict[str, Any]:
+    """A POST /clusters body; an override of None drops the field."""
+    body: dict[str, Any] = {
+        "tag": "train",
+        "availabilityZone": "us-west-2a",
+        "instanceGroups": [group_body()],
+        "storage": {"s3": {"bucket": "team-data"}},
+    }
+    body.update(overrides)
+    return {k: v for k, v in body.items() if v is not None}

@@ -39,6 +39,7 @@ app = build_app(
         discover_state_machine_arn=SETTINGS.discover_state_machine_arn,
         ec2_client=lazy_client("ec2", SETTINGS.region),
         sagemaker_client=lazy_client("sagemaker", SETTINGS.region),
+        create_cluster_state_machine_arn=SETTINGS.create_cluster_state_machine_arn,
     )
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypd.aws.clients import client
 from hypd.aws.dynamodb import Table
+from hypd.clusters.store import ClusterStore
 from hypd.config import Settings
 from hypd.observability import task_handler
 from hypd.operations.locks import LockStore
@@ -15,5 +16,6 @@ SETTINGS = Settings.from_env()
 _table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
 
 handler = task_handler(
-    build_router(OperationStore(_table), LockStore(_table)), route=execution_event_to_task
+    build_router(OperationStore(_table), LockStore(_table), ClusterStore(_table)),
+    route=execution_event_to_task,
 )

@@ -15,6 +15,7 @@ class Settings(BaseModel):
     table_name: str = Field(min_length=3)
     region: str | None = None
     discover_state_machine_arn: str | None = None
+    create_cluster_state_machine_arn: str | None = None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -23,4 +24,5 @@ class Settings(BaseModel):
             table_name=env.get("TABLE_NAME", ""),
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
             discover_state_machine_arn=env.get("DISCOVER_STATE_MACHINE_ARN") or None,
+            create_cluster_state_machine_arn=env.get("CREATE_CLUSTER_STATE_MACHINE_ARN") or None,
         )

@@ -62,3 +62,13 @@ def operations_partition(cluster_tag: str | None, status: str | None) -> tuple[s
 
 def lock_key(scope: str) -> dict[str, str]:
     return {PK: f"LOCK#{scope}", SK: "LOCK"}
+
+
+def waiter_key(resource: str, operation_id: str) -> dict[str, str]:
+    """A parked task token: an operation waiting for `resource` (e.g. a HyperPod cluster) to
+    reach a condition. One per (resource, operation); the event handler queries the partition."""
+    return {PK: f"WAIT#{resource}", SK: f"OP#{operation_id}"}
+
+
+def waiters_partition(resource: str) -> str:
+    return f"WAIT#{resource}"

@@ -1,8 +1,10 @@
 """`hypd local demo`: the main job on the local cloud, end to end.
 
-Starts the local cloud on template.yaml, seeds it with EKS and HyperPod clusters (an import
-scenario: a team that already has clusters), discovers them through the REST API, follows the
-operation to its end and prints what a user wants to see: the stages and the clusters.
+Starts the local cloud on template.yaml, inspects the catalogue like a client would (zones and
+the instance types each zone offers), creates a cluster through the REST API (tag, zone, one
+ml.g6.4xlarge on-demand group, an S3 bucket mounted through the Mountpoint CSI driver), follows
+the operation to its end and prints what a user wants to see: the EKS and HyperPod clusters,
+the nodes and their status, the storage claim, and the virtual time each stage took.
 """
 
 from __future__ import annotations
@@ -20,16 +22,20 @@ from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.tables import render_table
 
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+DEMO_TAG = "demo"
+DEMO_INSTANCE_TYPE = "ml.g6.4xlarge"
+DEMO_BUCKET = "hypd-demo-data"
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="run the main job on the local cloud: seed clusters, discover them via the API",
+        help="run the main job on the local cloud: create a HyperPod cluster end to end",
         description=__doc__,
     )
     parser.add_argument("--template", type=Path, default=None, help="template.yaml to run")
     parser.add_argument("--region", default="us-west-2")
+    parser.add_argument("--tag", default=DEMO_TAG, help="the cluster's tag")
     parser.add_argument(
         "--verbose", action="store_true", help="show the functions' logs and metrics too"
     )
@@ -41,69 +47,149 @@ def run(args: argparse.Namespace) -> int:
 
     template = args.template or find_template()
     if args.verbose:
-        return _demo(template, args.region, sys.stdout)
+        return _demo(template, args.region, args.tag, sys.stdout)
     # The functions write their logs and EMF metrics to stdout, as on Lambda: send those to a
     # log file and keep the terminal for what the demo itself reports.
     out = sys.stdout
-    with tempfile.NamedTemporaryFile(
-        "w", prefix="hypd-demo-", suffix=".log", delete=False
-    ) as log, contextlib.redirect_stdout(log):
-        code = _demo(template, args.region, out)
+    with (
+        tempfile.NamedTemporaryFile("w", prefix="hypd-demo-", suffix=".log", delete=False) as log,
+        contextlib.redirect_stdout(log),
+    ):
+        code = _demo(template, args.region, args.tag, out)
     print(f"Function logs and metrics: {log.name}", file=out)
     return code
 
 
-def _demo(template: Path, region: str, out: TextIO) -> int:
+def demo_request(api: ApiClient, tag: str, bucket: str) -> dict[str, Any]:
+    """The create request a client builds after inspecting the catalogue: the first zone that
+    offers the demo's instance type."""
+    zones = [z["name"] for z in api.get("/catalog/availability-zones")["availabilityZones"]]
+    for zone in zones:
+        offered = api.get("/catalog/instance-types", availabilityZone=zone)
+        if any(t["instanceType"] == DEMO_INSTANCE_TYPE for t in offered["instanceTypes"]):
+            break
+    else:
+        raise RuntimeError(f"no zone of this Region offers {DEMO_INSTANCE_TYPE}")
+    return {
+        "tag": tag,
+        "availabilityZone": zone,
+        "instanceGroups": [
+            {
+                "name": "gpu",
+                "instanceType": DEMO_INSTANCE_TYPE,
+                "count": 1,
+                "capacity": {"type": "on-demand"},
+            }
+        ],
+        "storage": {"s3": {"bucket": bucket}},
+    }
+
+
+def _demo(template: Path, region: str, tag: str, out: TextIO) -> int:
+    from hypd_cli.local import local_parameters, quiet_known_gaps
     from hypd_local.cloud import LocalCloud
-    from hypd_local.seed import seed_clusters
+
+    quiet_known_gaps()
 
     def say(*parts: object) -> None:
         print(*parts, file=out, flush=True)
 
     say(f"Starting the local cloud on {template} ...")
-    with LocalCloud(template, region=region) as cloud:
-        seeded = seed_clusters(cloud)
-        say(f"Seeded {_describe_seed(seeded)}")
+    started = time.monotonic()
+    with LocalCloud(template, region=region, parameters=local_parameters(template)) as cloud:
+        cloud.client("s3").create_bucket(
+            Bucket=DEMO_BUCKET, CreateBucketConfiguration={"LocationConstraint": region}
+        )
         api = ApiClient(cloud.api_url)
+        body = demo_request(api, tag, DEMO_BUCKET)
+        say(f"Catalogue: {DEMO_INSTANCE_TYPE} is offered in {body['availabilityZone']}")
         try:
-            accepted = api.post("/clusters/discover")
+            accepted = api.post("/clusters", body)
         except ApiError as exc:
-            say(f"discover was refused: {exc}")
+            say(f"create was refused: {exc}")
             return 1
         operation_id = accepted["operationId"]
-        say(f"POST /clusters/discover -> 202 {operation_id}")
-        operation = follow(api, cloud, operation_id)
+        say(f"POST /clusters -> 202 {operation_id}")
+        operation = follow(api, cloud, operation_id, timeout=600)
         say()
         say(f"Operation {operation_id} ({operation['kind']}): {operation['status']}")
         say(stage_table(operation))
         if operation["status"] != "SUCCEEDED":
             error = operation.get("error") or {}
             say(f"\nFailed: {error.get('code')}: {error.get('message')}")
+            say(f"Resume it with POST /operations/{operation_id}/retry")
             return 1
-        clusters = api.get("/clusters")["clusters"]
         say()
-        say(f"Clusters ({len(clusters)}), from GET /clusters:")
-        say(cluster_table(clusters))
-        output = operation.get("output") or {}
-        if output.get("conflicts"):
-            say(f"\nConflicts: {output['conflicts']}")
+        say(summary_table(operation.get("output") or {}))
+        total = sum(
+            (s.get("seconds") or 0) for s in (operation.get("output") or {}).get("stages") or []
+        )
         say(
-            f"\nDone: {len(output.get('recorded', []))} clusters recorded from "
-            f"{output.get('eksClusters', 0)} EKS and {output.get('hyperPodClusters', 0)} HyperPod "
-            f"clusters; REST API was {cloud.api_url}"
+            f"\nDone: cluster {tag} created in {_duration(total)} of virtual time "
+            f"({time.monotonic() - started:.1f} s real); REST API was {cloud.api_url}"
         )
     return 0
 
 
-def follow(api: ApiClient, cloud: Any, operation_id: str) -> dict[str, Any]:
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def summary_table(output: dict[str, Any]) -> str:
+    """What was made: EKS and HyperPod clusters, nodes, the storage claim, time per stage."""
+    eks = output.get("eksCluster") or {}
+    hyperpod = output.get("hyperPodCluster") or {}
+    storage = output.get("storage") or {}
+    rows: list[tuple[str, str, str]] = [
+        (
+            "EKS cluster",
+            eks.get("name", "-"),
+            f"{eks.get('status', '-')}, Kubernetes {eks.get('version') or '-'}",
+        ),
+        ("HyperPod cluster", hyperpod.get("name", "-"), hyperpod.get("status", "-")),
+    ]
+    for group in hyperpod.get("instanceGroups", []):
+        rows.append(
+            (
+                "  instance group",
+                group["name"],
+                f"{group.get('instanceType')} {group.get('currentCount')}/"
+                f"{group.get('targetCount')} {group.get('status') or ''}".rstrip(),
+            )
+        )
+    for node in output.get("nodes", []):
+        state = "Ready" if node.get("ready") else "NotReady"
+        rows.append(("  node", node["name"], f"{state}, {node.get('health') or '-'}"))
+    rows.append(
+        (
+            "Storage claim",
+            storage.get("claim", "-"),
+            f"{storage.get('claimPhase') or '-'} ({storage.get('kind', '-')}, "
+            f"volume {storage.get('volume', '-')})",
+        )
+    )
+    for stage in output.get("stages") or []:
+        took = stage.get("seconds")
+        rows.append(
+            (
+                f"Stage {stage['name']}",
+                stage.get("status", "-"),
+                _duration(took) if took is not None else "-",
+            )
+        )
+    return render_table(("WHAT", "NAME", "STATUS"), rows)
+
+
+def follow(api: ApiClient, cloud: Any, operation_id: str, timeout: float = 120) -> dict[str, Any]:
     """Poll the operation as any client would, until it ends."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while True:
         operation = api.get(f"/operations/{operation_id}")
         if operation["status"] in TERMINAL:
             return operation
         if time.monotonic() > deadline:
-            raise TimeoutError(f"operation {operation_id} did not end within 120 s")
+            raise TimeoutError(f"operation {operation_id} did not end within {timeout} s")
         cloud.wait_for_executions(timeout=30)
 
 
@@ -137,35 +223,3 @@ def _stage_note(stage: dict[str, Any]) -> str:
     if "recorded" in output:
         return f"recorded {', '.join(output['recorded']) or 'none'}"
     return ""
-
-
-def cluster_table(clusters: list[dict[str, Any]]) -> str:
-    rows = []
-    for cluster in clusters:
-        eks = cluster.get("eks") or {}
-        hyperpod = cluster.get("hyperpod") or {}
-        groups = ", ".join(
-            f"{g['name']}={g.get('instanceType')} x{g.get('currentCount')}/{g.get('targetCount')}"
-            for g in hyperpod.get("instanceGroups", [])
-        )
-        rows.append(
-            (
-                cluster["tag"],
-                eks.get("name", "-"),
-                eks.get("status", "-"),
-                eks.get("version", "-"),
-                hyperpod.get("name", "-"),
-                hyperpod.get("status", "-"),
-                groups or "-",
-            )
-        )
-    headers = ("TAG", "EKS", "EKS STATUS", "K8S", "HYPERPOD", "HYPERPOD STATUS", "INSTANCE GROUPS")
-    return render_table(headers, rows)
-
-
-def _describe_seed(seeded: list[Any]) -> str:
-    parts = [
-        f"{s.eks_name} (EKS) + {s.name} (HyperPod)" if s.hyperpod_arn else f"{s.eks_name} (EKS)"
-        for s in seeded
-    ]
-    return "the account with " + "; ".join(parts)

@@ -14,6 +14,7 @@ import shlex
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -87,9 +88,13 @@ def run_up(
     out = out or sys.stdout
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_known_gaps()
     template = (args.template or default_template()).resolve()
     try:
-        parameters = dict(_parameter(item) for item in args.parameter)
+        parameters = {
+            **local_parameters(template),
+            **dict(_parameter(item) for item in args.parameter),
+        }
     except ValueError as exc:
         print(f"hypd local up: {exc}", file=sys.stderr)
         return 2
@@ -115,6 +120,26 @@ def run_up(
         restore()
     print("Stopped.", file=out, flush=True)
     return 0
+
+
+LOCAL_DEPENDENCY_CHART = "charts/hyperpod-dependencies"
+
+
+def quiet_known_gaps() -> None:
+    """Silence moto's warning about the one network-stack resource it skips
+    (AWS::EC2::SecurityGroupEgress, a documented gap of the local cloud: docs/network.md)."""
+    warnings.filterwarnings(
+        "ignore", message="Tried to parse AWS::EC2::SecurityGroupEgress", category=UserWarning
+    )
+    logging.getLogger("moto.cloudformation.parsing").setLevel(logging.ERROR)
+
+
+def local_parameters(template: Path) -> dict[str, str]:
+    """Template parameters for the local cloud: the dependency chart is the project's own chart
+    (charts/hyperpod-dependencies, next to the template) instead of the pinned release that a
+    deployment fetches from GitHub."""
+    chart = template.resolve().parent / LOCAL_DEPENDENCY_CHART
+    return {"DependencyChart": str(chart)} if chart.is_dir() else {}
 
 
 def _parameter(item: str) -> tuple[str, str]:

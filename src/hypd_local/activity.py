@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 
@@ -76,3 +76,13 @@ class Activity:
                     running = "; ".join(sorted(self._labels.values()))
                     raise IdleTimeout(f"still running after {timeout} s: {running}")
                 self._cond.wait(remaining)
+
+    def wait_quiet(self, kinds: Iterable[str], timeout: float | None = None) -> bool:
+        """Block until no work item of ``kinds`` is running; False if ``timeout`` seconds (real
+        time) passed first. Items of other kinds may still run (e.g. the caller's own
+        execution)."""
+        wanted = tuple(kinds)
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: not any(self._running.get(kind, 0) for kind in wanted), timeout
+            )

@@ -46,6 +46,8 @@ class Emit(Protocol):
 AdminHandler = Callable[[Any], tuple[int, Any]]
 
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
 TICK_INTERVAL_SECONDS = 1.0
 
 
@@ -137,6 +139,9 @@ class Emulation:
         self.kube: KubeApiRegistry | None = None
         self._joined: dict[str, set[str]] = {}
         self._tick_lock = threading.Lock()
+        self._schedule_lock = threading.Lock()
+        self._last_due: datetime | None = None
+        self.schedule_version = 0
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -149,6 +154,7 @@ class Emulation:
             faults=self.faults,
             region=self.region,
             account_id=self.account_id,
+            after_dispatch=self.check_schedule,
         )
 
     def start(self, sts_endpoint: str) -> None:
@@ -183,10 +189,14 @@ class Emulation:
                 LOG.exception("emulator tick failed")
 
     # ------------------------------------------------------------------ time passes
-    def tick(self) -> None:
-        """Emit what came due and bring the Kubernetes side in line with the emulators."""
-        if not self._tick_lock.acquire(blocking=False):
-            return  # another thread is ticking; it will see the same state
+    def tick(self, *, wait: bool = False) -> None:
+        """Emit what came due and bring the Kubernetes side in line with the emulators.
+
+        When another thread is ticking, return at once (it will see the same state), or, with
+        ``wait``, tick again after it: then everything due by now has been emitted on return.
+        """
+        if not self._tick_lock.acquire(blocking=wait):
+            return
         try:
             self.eks.tick()
             self.hyperpod.tick()
@@ -194,6 +204,26 @@ class Emulation:
                 self._sync_kubernetes(self.kube)
         finally:
             self._tick_lock.release()
+        self.check_schedule()
+
+    def next_due(self) -> datetime | None:
+        """The earliest scheduled change of either emulator strictly after now, or None."""
+        times = [t for t in (self.eks.next_due(), self.hyperpod.next_due()) if t is not None]
+        return min(times, default=None)
+
+    def check_schedule(self) -> None:
+        """Bump `schedule_version` and wake the clock's waiters if `next_due` changed.
+
+        Called after every tick and every emulated request, so a task-token wait that found
+        nothing scheduled notices a change scheduled later (it re-checks on the clock's poke
+        without taking any emulator lock while it holds the clock's)."""
+        due = self.next_due()
+        with self._schedule_lock:
+            if due == self._last_due:
+                return
+            self._last_due = due
+            self.schedule_version += 1
+        self.clock.poke()
 
     def _sync_kubernetes(self, kube: KubeApiRegistry) -> None:
         active: set[str] = set()
@@ -237,6 +267,10 @@ class Emulation:
                     HEALTH_LABEL: health,
                 }
                 if name not in joined:
+                    zone = self._node_zone(summary["ClusterName"], node["InstanceId"])
+                    if zone:
+                        labels[ZONE_LABEL] = zone
+                    labels[REGION_LABEL] = self.region
                     server.join_node(name, labels, ready=status == "Running")
                     joined.add(name)
                 else:
@@ -305,6 +339,7 @@ class Emulation:
             self.hyperpod.insufficient_capacity(
                 fields["instanceType"], fields["availabilityZone"], enabled
             )
+            self.tick()  # capacity back: continuous groups launched nodes; waits must see them
             return 201, {
                 "injected": "hyperpod/insufficient-capacity",
                 "instanceType": fields["instanceType"],
@@ -367,6 +402,16 @@ class Emulation:
             "NextToken",
             "ClusterNodeSummaries",
         )
+
+    def _node_zone(self, cluster_name: str, instance_id: str) -> str | None:
+        try:
+            details = self.hyperpod.describe_cluster_node(
+                {"ClusterName": cluster_name, "NodeId": instance_id}
+            )["NodeDetails"]
+        except AwsError:  # gone in between: it will not join anyway
+            return None
+        zone = (details.get("Placement") or {}).get("AvailabilityZone")
+        return str(zone) if zone else None
 
     def _eks_status(self, arn: str) -> str | None:
         name = arn.rsplit("/", 1)[-1]

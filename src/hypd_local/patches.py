@@ -16,7 +16,10 @@ What is patched (moto 5.2.5), and why:
 - stepfunctions ``retrier_decl.time``: Retry back-off sleeps advance the virtual clock.
 - stepfunctions ``CallbackEndpoint.wait/notify/interrupt_all`` and
   ``HeartbeatEndpoint.clear_and_wait/notify``: task-token and heartbeat timeouts run in virtual
-  time (a test advances the clock past them).
+  time. A wait behaves like a sleep interrupted by callbacks: while an emulator change is
+  scheduled before its deadline, it moves the clock to that change and lets the events it
+  causes be delivered before looking again; with nothing scheduled it blocks until notified or
+  until the clock reaches the deadline by other means (see `virtual_wait`).
 - stepfunctions ``ExecutionWorker.start``: the execution thread is tracked (so callers can wait
   for quiet without polling) and an interpreter crash fails the execution instead of leaving it
   RUNNING forever.
@@ -27,6 +30,11 @@ What is patched (moto 5.2.5), and why:
   task-token wait at once and the execution stays ABORTED.
 - stepfunctions ``StepFunctionsParserBackend.start_execution``: a name is generated when none is
   given (moto would build an ARN ending in "None").
+- stepfunctions ``BranchWorker._thread_routine``: a Parallel branch stopped before it got going
+  (StopExecution racing its start) still reports itself terminated; moto's branch thread dies
+  with "Could not set NextState ... ProgramStopped" and the execution waits for it forever.
+- stepfunctions ``StepFunctionResponse.send_task_failure``: the ``cause`` reaches the waiting
+  task (moto's response handler drops it, so a Catch would see the error without its cause).
 - events ``Rule.send_to_targets``: Lambda and Step Functions targets are delivered (moto raises
   NotImplementedError); DISABLED rules deliver nothing. ``events.models.unix_time``: event times
   on the virtual clock.
@@ -47,14 +55,24 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hypd_local.activity import Activity
 from hypd_local.clock import VirtualClock
 from hypd_local.eventbus import EventDelivery
 from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
 
+if TYPE_CHECKING:
+    from hypd_local.emulation import Emulation
+
 LOG = logging.getLogger(__name__)
+
+# What a task-token wait lets finish after it moved the clock to an emulator change: the event
+# deliveries and asynchronous invocations that change caused (not executions: the waiting
+# execution is one). Bounded in real time.
+QUIET_KINDS = ("delivery", "invoke")
+QUIET_TIMEOUT_SECONDS = 30.0
 
 
 class Engine(Protocol):
@@ -71,6 +89,9 @@ class Engine(Protocol):
 
     @property
     def delivery(self) -> EventDelivery: ...
+
+    @property
+    def emulation(self) -> Emulation | None: ...
 
     def invoke_async(self, function_name: str, event: Any) -> None: ...
 
@@ -139,10 +160,47 @@ def install() -> None:
         _patch_callbacks()
         _patch_program_state()
         _patch_executions()
+        _patch_send_task_failure()
+        _patch_parallel_branches()
         _patch_events()
         _patch_sagemaker()
         _patch_botocore()
         _installed = True
+
+
+# ---------------------------------------------------------------------------------- parallel
+def _patch_parallel_branches() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import (
+        BranchWorker,
+    )
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    def _thread_routine(self: Any) -> None:
+        try:
+            self._program.eval(self.env)
+        except RuntimeError:
+            if not isinstance(self.env.program_state(), ProgramStopped):
+                raise
+            # The execution was stopped before the branch began: it ends here, stopped.
+        self._branch_worker_comm.on_terminated(env=self.env)
+
+    _replace(BranchWorker, "_thread_routine", _thread_routine)
+
+
+# ---------------------------------------------------------------------------------- tokens
+def _patch_send_task_failure() -> None:
+    from moto.core.responses import ActionResult, EmptyResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def send_task_failure(self: Any) -> ActionResult:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"),
+            error=self._get_param("error"),
+            cause=self._get_param("cause"),
+        )
+        return EmptyResult()
+
+    _replace(StepFunctionResponse, "send_task_failure", send_task_failure)
 
 
 # ---------------------------------------------------------------------------------- Lambda
@@ -250,6 +308,52 @@ def _patch_waits() -> None:
     _replace(retrier_decl, "time", _VirtualTime())
 
 
+def virtual_wait(engine: Engine, seconds: float, done: Callable[[], bool]) -> bool:
+    """Wait up to ``seconds`` of virtual time for ``done()``; True if it came, False on timeout.
+
+    Like a sleep interrupted by callbacks. While ``done()`` is false: if the emulators have a
+    change scheduled before the deadline, move the clock to it (the tick emits its events, rules
+    deliver them, Lambda targets run), wait in real time (at most `QUIET_TIMEOUT_SECONDS`) until
+    those deliveries and invocations are over, and look again. With nothing scheduled before the
+    deadline, block until ``done()`` (the notifier pokes the clock), until the clock reaches the
+    deadline by other means, or until the emulators' schedule changes (then look again).
+    """
+    clock = engine.clock
+    deadline = clock.now() + datetime.timedelta(seconds=seconds)
+    emulation = engine.emulation
+    while True:
+        if done():
+            return True
+        # Read before next_due: a change scheduled in between then wakes the wait below.
+        version = emulation.schedule_version if emulation is not None else 0
+        due = emulation.next_due() if emulation is not None else None
+        if emulation is not None and due is not None and due < deadline:
+            clock.advance_to(due)
+            emulation.tick(wait=True)  # the ticker thread may have been mid-tick at `due`
+            if not engine.activity.wait_quiet(QUIET_KINDS, QUIET_TIMEOUT_SECONDS):
+                LOG.warning(
+                    "task-token wait: event deliveries still running after %s s: %s",
+                    QUIET_TIMEOUT_SECONDS,
+                    "; ".join(engine.activity.describe()),
+                )
+            continue
+        clock.wait_until(deadline, _done_or_rescheduled(done, emulation, version))
+        if done():
+            return True
+        if clock.now() >= deadline:
+            return False
+
+
+def _done_or_rescheduled(
+    done: Callable[[], bool], emulation: Emulation | None, version: int
+) -> Callable[[], bool]:
+    """``done()``, or the emulators' schedule is no longer ``version``. It runs under the
+    clock's lock, so it reads plain attributes only and takes no emulator lock."""
+    if emulation is None:
+        return done
+    return lambda: done() or emulation.schedule_version != version
+
+
 def _patch_callbacks() -> None:
     from moto.stepfunctions.parser.asl.eval.callback.callback import (
         CallbackEndpoint,
@@ -270,8 +374,7 @@ def _patch_callbacks() -> None:
             # moto evaluates nothing once an execution is stopped, so the task's timeout was
             # never pushed and something else was popped: the execution is ending anyway.
             return self._outcome
-        deadline = engine.clock.now() + datetime.timedelta(seconds=timeout)
-        engine.clock.wait_until(deadline, self._notify_event.is_set)
+        virtual_wait(engine, timeout, self._notify_event.is_set)
         return self._outcome
 
     def notify(self: Any, outcome: Any) -> None:
@@ -291,8 +394,7 @@ def _patch_callbacks() -> None:
             if self._next_heartbeat_event.is_set():
                 self._next_heartbeat_event.clear()
                 return True
-        deadline = engine.clock.now() + datetime.timedelta(seconds=self._heartbeat_seconds)
-        return engine.clock.wait_until(deadline, self._next_heartbeat_event.is_set)
+        return virtual_wait(engine, self._heartbeat_seconds, self._next_heartbeat_event.is_set)
 
     def heartbeat_notify(self: Any) -> None:
         original_heartbeat_notify(self)

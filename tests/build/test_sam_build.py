@@ -42,6 +42,8 @@ pytestmark = pytest.mark.build
 
 FUNCTIONS = {f.logical_id: f for f in describe_functions(TEMPLATE)}
 LAYERS = sorted(resources_of_type(read_template(TEMPLATE), LAYER_TYPE))
+HYPD_LAYER = "HypdLayer"
+KUBERNETES_LAYER = "KubernetesLayer"
 
 # Lambda's limit for a function and all its layers, unzipped.
 LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024
@@ -127,26 +129,27 @@ def test_layer_wheels_target_cp312_manylinux_x86_64(sam_build: SamBuild, layer: 
 def test_layer_extensions_are_cp312_x86_64(sam_build: SamBuild, layer: str) -> None:
     layer_dir = sam_build.layer_python(layer)
     extensions = [p for p in layer_dir.rglob("*.so") if ".libs" not in p.parent.name]
-    pydantic_core = list(layer_dir.glob("pydantic_core/_pydantic_core.*.so"))
-    assert [p.name for p in pydantic_core] == ["_pydantic_core.cpython-312-x86_64-linux-gnu.so"]
+    if layer == HYPD_LAYER:
+        pydantic_core = list(layer_dir.glob("pydantic_core/_pydantic_core.*.so"))
+        assert [p.name for p in pydantic_core] == [
+            "_pydantic_core.cpython-312-x86_64-linux-gnu.so"
+        ]
     for path in extensions:
         assert EXTENSION_SUFFIX.search(path.name), f"{path.relative_to(layer_dir)}: wrong ABI"
     for path in layer_dir.rglob("*.so*"):
         assert elf_machine(path) == EM_X86_64, f"{path.relative_to(layer_dir)} is not x86-64"
 
 
-@pytest.mark.parametrize("layer", LAYERS)
-def test_layer_holds_exactly_the_locked_runtime(sam_build: SamBuild, layer: str) -> None:
-    installed = installed_distributions(sam_build.layer_python(layer))
+def test_layer_holds_exactly_the_locked_runtime(sam_build: SamBuild) -> None:
+    installed = installed_distributions(sam_build.layer_python(HYPD_LAYER))
     locked = read_pins(ROOT / "requirements" / "runtime.lock")
     assert installed == locked
     direct = read_pins(ROOT / "requirements" / "runtime.txt")
     assert {name: installed.get(name) for name in direct} == direct
 
 
-@pytest.mark.parametrize("layer", LAYERS)
-def test_layer_ships_hypd_source_without_build_debris(sam_build: SamBuild, layer: str) -> None:
-    layer_dir = sam_build.layer_python(layer)
+def test_layer_ships_hypd_source_without_build_debris(sam_build: SamBuild) -> None:
+    layer_dir = sam_build.layer_python(HYPD_LAYER)
     source = sorted(
         p.relative_to(ROOT / "src").as_posix()
         for p in (ROOT / "src" / "hypd").rglob("*")
@@ -162,6 +165,31 @@ def test_layer_ships_hypd_source_without_build_debris(sam_build: SamBuild, layer
     # The local cloud and the CLI never ship.
     assert not (layer_dir / "hypd_local").exists()
     assert not (layer_dir / "hypd_cli").exists()
+
+
+def test_kubernetes_layer_adds_only_what_the_hypd_layer_lacks(sam_build: SamBuild) -> None:
+    # Lambda merges every layer's python/ into /opt/python: the Kubernetes layer must not
+    # carry a second copy of anything the hypd layer pins, nor the asyncio client hypd never
+    # imports, and it pins what it does carry like the development environment does.
+    layer_dir = sam_build.layer_python(KUBERNETES_LAYER)
+    installed = installed_distributions(layer_dir)
+    runtime = read_pins(ROOT / "requirements" / "runtime.lock")
+    dev = read_pins(ROOT / "requirements" / "dev.lock")
+    assert "kubernetes" in installed
+    assert "pyyaml" in installed
+    assert set(installed) & set(runtime) == set()
+    assert {name: dev.get(name) for name in installed} == installed
+    assert not (layer_dir / "kubernetes" / "aio").exists()
+    assert not (layer_dir / "aiohttp").exists()
+    assert not (layer_dir / "hypd").exists()
+
+
+def test_kubernetes_layer_ships_helm_for_x86_64(sam_build: SamBuild) -> None:
+    # /opt/helm/helm, where hypd.create.chart looks for it on Lambda.
+    helm = sam_build.layer_python(KUBERNETES_LAYER).parent / "helm" / "helm"
+    assert helm.is_file()
+    assert os.access(helm, os.X_OK)
+    assert elf_machine(helm) == EM_X86_64
 
 
 # ------------------------------------------------------------- real import under python3.12

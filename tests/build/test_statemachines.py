@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from hypd_local.template import read_template, resources_of_type
+from statemachines import generate
 from tests.build.support import ROOT, STATE_MACHINE_TYPE, TEMPLATE
 
 pytestmark = pytest.mark.build
@@ -45,3 +46,18 @@ def test_definition_substitutions_match_placeholders(logical_id: str) -> None:
     assert substitutions - placeholders == set(), (
         f"{logical_id}'s DefinitionSubstitutions has keys that {definition_uri} never uses"
     )
+
+
+def test_create_cluster_definition_is_what_the_generator_writes() -> None:
+    # statemachines/generate.py is the source of create_cluster.asl.json.
+    written = (ROOT / "statemachines/create_cluster.asl.json").read_text(encoding="utf-8")
+    assert written == generate.render(), (
+        "statemachines/create_cluster.asl.json is stale: run .venv/bin/python "
+        "statemachines/generate.py"
+    )
+
+
+def test_create_cluster_stages_match_the_operation_model() -> None:
+    from hypd.operations.models import STAGES, OperationKind
+
+    assert STAGES[OperationKind.CREATE_CLUSTER] == generate.STAGES

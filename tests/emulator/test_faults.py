@@ -146,3 +146,15 @@ def test_admin_routes() -> None:
     assert "message" in body
     assert routes[("DELETE", "/_local/faults")](None) == (200, {"cleared": 2})
     assert faults.pending() == []
+
+
+def test_has_tells_whether_a_service_has_pending_faults() -> None:
+    faults = Faults()
+    assert not faults.has("ec2")
+    faults.fail("ec2", "DescribeVpcs", code="RequestLimitExceeded")
+    assert faults.has("EC2")
+    assert not faults.has("s3")
+    error = faults.error_for(model("ec2"), "DescribeVpcs")
+    assert error is not None
+    assert (error.code, error.status) == ("RequestLimitExceeded", 503)
+    assert not faults.has("ec2")

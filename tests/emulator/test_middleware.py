@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 import boto3
 import pytest
@@ -286,7 +288,135 @@ def test_service_detection(stack: Stack) -> None:
         "POST", "/", headers={"x-amz-target": "SageMaker.ListClusters"})) == (
         "sagemaker", "ListClusters")
     assert middleware.route(HttpRequest(
-        "POST", "/", headers={"x-amz-target": "DynamoDB_20120810.ListTables"})) is None
+        "POST", "/", headers={"x-amz-target": "DynamoDB_20120810.ListTables"})) == (
+        "dynamodb", "ListTables")
+    assert middleware.route(HttpRequest(
+        "POST", "/", headers={"x-amz-target": "Kinesis_20131202.ListStreams"})) is None
     s3_auth = auth.replace("/eks/", "/s3/")
     assert middleware.route(HttpRequest("GET", "/clusters/x",
-                                        headers={"authorization": s3_auth})) is None
+                                        headers={"authorization": s3_auth})) == ("s3", "GetObject")
+    kinesis_auth = auth.replace("/eks/", "/kinesis/")  # not a service the control plane calls
+    assert middleware.route(HttpRequest("GET", "/clusters/x",
+                                        headers={"authorization": kinesis_auth})) is None
+
+
+# --- query / ec2 / rest-xml services: faults only, bodies replayed ------------------------------
+
+class Recorder:
+    """A WSGI app standing for moto: records what reached it."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[dict[str, Any], bytes]] = []
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        self.seen.append((dict(environ), body))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"moto"]
+
+
+def wsgi_call(app: Any, method: str, body: bytes, headers: dict[str, str],
+              query: str = "", path: str = "/") -> tuple[str, list[tuple[str, str]], bytes,
+                                                         dict[str, Any]]:
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query,
+        "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)) if body else "",
+    }
+    environ["test.original_input"] = environ["wsgi.input"]
+    for key, value in headers.items():
+        name = key.upper().replace("-", "_")
+        environ[name if name == "CONTENT_TYPE" else f"HTTP_{name}"] = value
+    answer: dict[str, Any] = {}
+
+    def start_response(status: str, response_headers: list[tuple[str, str]]) -> None:
+        answer["status"], answer["headers"] = status, response_headers
+
+    chunks = app(environ, start_response)
+    return answer["status"], answer["headers"], b"".join(chunks), environ
+
+
+def signed(service: str) -> dict[str, str]:
+    return {"authorization": f"AWS4-HMAC-SHA256 Credential=AKID/20240101/{REGION}/{service}/"
+                             "aws4_request, SignedHeaders=host, Signature=abc"}
+
+
+FORM = {"content-type": "application/x-www-form-urlencoded; charset=utf-8"}
+
+
+def test_query_bodies_reach_moto_byte_for_byte() -> None:
+    recorder, faults = Recorder(), Faults()
+    app = EmulatorMiddleware(recorder, emulators={}, faults=faults, region=REGION,
+                             account_id=ACCOUNT)
+    body = ("Action=CreateStack&Version=2010-05-15&StackName=s1&TemplateBody="
+            + quote('{"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}} é+&=', safe="")).encode()
+    headers = {**signed("cloudformation"), **FORM}
+
+    # no fault pending for the service: the body is not even read
+    status, _h, answer, environ = wsgi_call(app, "POST", body, headers)
+    assert (status, answer) == ("200 OK", b"moto")
+    assert recorder.seen[-1][1] == body
+    assert environ["wsgi.input"] is environ["test.original_input"]  # untouched
+
+    # a fault for another operation: the body is read to find Action=, then replayed
+    faults.fail("cloudformation", "DeleteStack")
+    status, _h, answer, environ = wsgi_call(app, "POST", body, headers)
+    assert (status, answer) == ("200 OK", b"moto")
+    seen_environ, seen_body = recorder.seen[-1]
+    assert seen_body == body
+    assert seen_environ["CONTENT_LENGTH"] == str(len(body))
+    assert seen_environ["CONTENT_TYPE"] == FORM["content-type"]
+    assert environ["wsgi.input"] is not environ["test.original_input"]  # read and replayed
+
+    # a GET with Action= in the query string and no body keeps having no Content-Length
+    faults.fail("sts", "AssumeRole")
+    wsgi_call(app, "GET", b"", signed("sts"), query="Action=GetCallerIdentity&Version=2011-06-15")
+    assert recorder.seen[-1][0]["CONTENT_LENGTH"] == ""
+    assert len(recorder.seen) == 3
+
+
+def test_query_fault_answers_xml_and_moto_never_sees_it() -> None:
+    recorder, faults = Recorder(), Faults()
+    app = EmulatorMiddleware(recorder, emulators={}, faults=faults, region=REGION,
+                             account_id=ACCOUNT)
+    faults.fail("ec2", "DescribeVpcs", code="RequestLimitExceeded")
+    status, headers, answer, _env = wsgi_call(
+        app, "POST", b"Action=DescribeVpcs&Version=2016-11-15", {**signed("ec2"), **FORM})
+    assert status == "503 Service Unavailable"
+    assert answer.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+                             b"<Code>RequestLimitExceeded</Code>")
+    assert ("Content-Length", str(len(answer))) in headers
+    assert recorder.seen == []
+
+
+def test_s3_head_fault_has_no_body() -> None:
+    recorder, faults = Recorder(), Faults()
+    app = EmulatorMiddleware(recorder, emulators={}, faults=faults, region=REGION,
+                             account_id=ACCOUNT)
+    faults.fail("s3", "HeadBucket", code="AccessDenied")
+    status, headers, answer, _env = wsgi_call(app, "HEAD", b"", signed("s3"), path="/bucket1")
+    assert (status, answer) == ("403 Forbidden", b"")
+    assert ("Content-Length", "0") in headers
+    status, _h, answer, _env = wsgi_call(app, "HEAD", b"", signed("s3"), path="/bucket1")
+    assert (status, answer) == ("200 OK", b"moto")
+
+
+def test_xml_services_cannot_be_emulated() -> None:
+    with pytest.raises(ValueError, match="only faulted"):
+        EmulatorMiddleware(Recorder(), emulators={"s3": object()}, region=REGION,
+                           account_id=ACCOUNT)
+
+
+def test_real_clients_of_xml_services_through_the_middleware(stack: Stack) -> None:
+    stack.faults.fail("sts", "GetCallerIdentity", code="ExpiredToken")
+    sts = stack.client("sts")
+    with pytest.raises(ClientError) as caught:
+        sts.get_caller_identity()
+    assert caught.value.response["Error"]["Code"] == "ExpiredToken"
+    assert sts.get_caller_identity()["Account"] == ACCOUNT
+    stack.faults.fail("s3", "ListBuckets", code="InternalError")
+    s3 = stack.client("s3")
+    with pytest.raises(ClientError) as caught:
+        s3.list_buckets()
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+    assert "Buckets" in s3.list_buckets()

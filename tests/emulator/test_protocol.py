@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from botocore.parsers import create_parser
@@ -57,16 +58,23 @@ def rich(shape: Any, depth: int = 0) -> Any:
 
 
 def to_http_request(serialized: dict[str, Any]) -> HttpRequest:
-    query: list[tuple[str, str]] = []
+    """What arrives over HTTP for botocore's serialised request (the ``?static`` part of a
+    request URI goes to the query string; a query protocol's dict body is form-encoded)."""
+    path, _, static = serialized["url_path"].partition("?")
+    query: list[tuple[str, str]] = parse_qsl(static, keep_blank_values=True)
     for key, value in (serialized["query_string"] or {}).items():
         for item in value if isinstance(value, list) else [value]:
             query.append((key, str(item)))
     body = serialized["body"]
+    headers = {k.lower(): str(v) for k, v in serialized["headers"].items()}
+    if isinstance(body, dict):
+        body = urlencode(body)
+        headers.setdefault("content-type", "application/x-www-form-urlencoded; charset=utf-8")
     return HttpRequest(
         method=serialized["method"],
-        path=serialized["url_path"],
+        path=path,
         query=query,
-        headers={k.lower(): str(v) for k, v in serialized["headers"].items()},
+        headers=headers,
         body=body.encode() if isinstance(body, str) else bytes(body or b""),
     )
 
@@ -230,3 +238,152 @@ def test_timestamps() -> None:
         "DescribeCluster", {"CreationTime": precise}, None)
     parsed = botocore_parse("sagemaker", shape, response)
     assert abs((parsed["CreationTime"] - precise).total_seconds()) < 0.001
+
+
+# --- query, ec2 and rest-xml: operations identified, errors answered (injected faults) --------
+
+XML_SERVICES = ("cloudformation", "sts", "iam", "ec2", "s3")
+# S3 operations that share a method, URI and required members with another: a deprecated alias
+# (the current operation wins) or another endpoint's operation (S3 Express directory buckets).
+S3_ALIASES = {
+    "GetBucketLifecycle": "GetBucketLifecycleConfiguration",
+    "PutBucketLifecycle": "PutBucketLifecycleConfiguration",
+    "GetBucketNotification": "GetBucketNotificationConfiguration",
+    "PutBucketNotification": "PutBucketNotificationConfiguration",
+    "ListDirectoryBuckets": "ListBuckets",
+}
+
+
+def required_only(shape: Any, depth: int = 0) -> Any:
+    """The smallest value of ``shape`` botocore serialises (required members, plain values)."""
+    kind = shape.type_name
+    if kind == "structure":
+        return ({n: required_only(shape.members[n], depth + 1) for n in shape.required_members}
+                if depth < 8 else {})
+    if kind == "list":
+        return [required_only(shape.member, depth + 1)]
+    if kind == "map":
+        return {"k": required_only(shape.value, depth + 1)}
+    if kind == "string":
+        return shape.metadata["enum"][0] if shape.metadata.get("enum") else "value1"
+    if kind == "boolean":
+        return True
+    if kind == "timestamp":
+        return WHEN
+    if kind == "blob":
+        return b"x"
+    return 1
+
+
+@pytest.mark.parametrize("service", XML_SERVICES)
+def test_every_operation_of_the_xml_services_is_identified(service: str) -> None:
+    service_model = model(service)
+    protocol = protocol_for(service_model)
+    assert not protocol.dispatchable
+    for operation in service_model.operation_names:
+        shape = service_model.operation_model(operation).input_shape
+        params = required_only(shape) if shape is not None else {}
+        expected = S3_ALIASES.get(operation, operation) if service == "s3" else operation
+        assert protocol.identify(botocore_request(service, operation, params)) == expected
+
+
+def test_query_action_from_the_query_string_or_the_form_body() -> None:
+    cloudformation = protocol_for(model("cloudformation"))
+    form = {"content-type": "application/x-www-form-urlencoded; charset=utf-8"}
+    assert cloudformation.identify(HttpRequest(
+        "POST", "/", headers=form, body=b"Version=2010-05-15&Action=CreateStack&StackName=s"
+    )) == "CreateStack"
+    assert cloudformation.identify(HttpRequest(
+        "GET", "/", query=[("Action", "DescribeStacks"), ("Version", "2010-05-15")]
+    )) == "DescribeStacks"
+    assert cloudformation.identify(HttpRequest(
+        "POST", "/", headers=form, body=b"Action=NoSuchAction")) is None
+    assert cloudformation.identify(HttpRequest(  # a JSON body is not a form
+        "POST", "/", headers={"content-type": "application/json"},
+        body=b'{"Action": "CreateStack"}')) is None
+    assert cloudformation.identify(HttpRequest(  # "XAction=" is another parameter
+        "POST", "/", headers=form, body=b"XAction=CreateStack")) is None
+
+
+def test_s3_path_and_virtual_host_style() -> None:
+    s3 = protocol_for(model("s3"))
+    cases = [
+        ("HEAD", "/b1", [], {}, "HeadBucket"),
+        ("PUT", "/b1", [], {}, "CreateBucket"),
+        ("GET", "/b1", [("list-type", "2"), ("prefix", "a/")], {}, "ListObjectsV2"),
+        ("GET", "/b1", [], {}, "ListObjects"),
+        ("GET", "/b1/dir/a%20b.txt", [], {}, "GetObject"),
+        ("PUT", "/b1/dir/a%20b.txt", [], {}, "PutObject"),
+        ("PUT", "/b1/k", [], {"x-amz-copy-source": "b0/k"}, "CopyObject"),
+        ("PUT", "/b1/k", [("partNumber", "1"), ("uploadId", "u")], {}, "UploadPart"),
+        ("GET", "/b1/k", [("uploadId", "u")], {}, "ListParts"),
+        ("GET", "/b1", [("tagging", "")], {}, "GetBucketTagging"),
+        ("GET", "/", [], {}, "ListBuckets"),
+    ]
+    for method, path, query, headers, expected in cases:
+        assert s3.identify(HttpRequest(method, path, query, headers)) == expected, expected
+    for host in ("b1.s3.us-west-2.amazonaws.com", "b1.s3.amazonaws.com", "b1.localhost:5000",
+                 "my.dotted.b1.s3-us-west-2.amazonaws.com"):
+        assert s3.identify(HttpRequest("HEAD", "/", headers={"host": host})) == "HeadBucket"
+        assert s3.identify(HttpRequest("GET", "/k/x", headers={"host": host})) == "GetObject"
+    assert s3.identify(HttpRequest("GET", "/", headers={"host": "s3.us-west-2.amazonaws.com"})
+                       ) == "ListBuckets"
+    assert s3.identify(HttpRequest("GET", "/b1/k", headers={"host": "127.0.0.1:5000"})
+                       ) == "GetObject"
+
+
+def parse_error(service: str, response: HttpResponse) -> dict[str, Any]:
+    parsed: dict[str, Any] = create_parser(model(service).protocol).parse(
+        {"status_code": response.status,
+         "headers": {k.lower(): v for k, v in response.headers},
+         "body": response.body}, None)
+    return parsed
+
+
+@pytest.mark.parametrize(("service", "code", "status", "kind"), [
+    ("cloudformation", "ValidationError", 400, "Sender"),
+    ("cloudformation", "StackNotFoundException", 404, "Sender"),  # declared
+    ("cloudformation", "Throttling", 400, "Sender"),
+    ("cloudformation", "InternalFailure", 500, "Receiver"),
+    ("sts", "ExpiredToken", 400, "Sender"),
+    ("sts", "ExpiredTokenException", 400, "Sender"),  # declared
+    ("sts", "AccessDenied", 403, "Sender"),
+    ("iam", "NoSuchEntity", 404, "Sender"),  # declared by its code, not its shape name
+    ("ec2", "RequestLimitExceeded", 503, None),
+    ("ec2", "UnauthorizedOperation", 403, None),
+    ("ec2", "InvalidVpcID.NotFound", 400, None),
+    ("ec2", "ServiceUnavailable", 503, None),
+    ("s3", "AccessDenied", 403, None),  # declared
+    ("s3", "NoSuchBucket", 404, None),  # declared
+    ("s3", "SlowDown", 503, None),
+    ("s3", "InternalError", 500, None),
+    ("s3", "InvalidBucketName", 400, None),
+])
+def test_xml_errors_round_trip(service: str, code: str, status: int, kind: str | None) -> None:
+    service_model = model(service)
+    error = error_for(service_model, code, f"boom <{code}> & more")
+    assert error.status == status
+    parsed = parse_error(service, protocol_for(service_model).serialize_error(error, "rid-1"))
+    expected = {"Code": code, "Message": f"boom <{code}> & more"}
+    if kind is not None:
+        expected["Type"] = kind
+    assert parsed["Error"] == expected
+    assert parsed["ResponseMetadata"]["RequestId"] == "rid-1"
+    assert parsed["ResponseMetadata"]["HTTPStatusCode"] == status
+
+
+def test_s3_head_error_without_a_body_is_coded_by_its_status() -> None:
+    response = protocol_for(model("s3")).serialize_error(error_for(model("s3"), "AccessDenied"))
+    response.body = b""  # what the middleware answers to HEAD
+    parsed = parse_error("s3", response)
+    assert parsed["Error"] == {"Code": "403", "Message": "Forbidden"}
+    assert parsed["ResponseMetadata"]["RequestId"] == response.header("x-amz-request-id")
+
+
+def test_json_services_keep_their_statuses() -> None:
+    sagemaker = model("sagemaker")
+    assert error_for(sagemaker, "AccessDeniedException").status == 400  # AWS's common error
+    assert error_for(sagemaker, "RequestLimitExceeded").status == 400  # 503 on EC2 only
+    assert error_for(sagemaker, "SlowDown").status == 400  # 503 on S3 only
+    assert error_for(sagemaker, "KMS.AccessDenied").status == 403
+    assert error_for(sagemaker, "ServiceUnavailableError").status == 503

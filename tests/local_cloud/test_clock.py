@@ -102,3 +102,19 @@ def test_listeners_hear_every_advance() -> None:
     clock.advance(1)
 
     assert heard == [START + timedelta(seconds=10), START + timedelta(seconds=15)]
+
+
+def test_activity_wait_quiet_waits_for_the_given_kinds_only() -> None:
+    from hypd_local.activity import Activity
+
+    activity = Activity()
+    execution = activity.begin("execution", "the waiting one")
+    delivery = activity.begin("delivery", "an event")
+    assert not activity.wait_quiet(("delivery", "invoke"), timeout=0.01)
+
+    ender = threading.Timer(0.05, activity.end, args=("delivery", delivery))
+    ender.start()
+    assert activity.wait_quiet(("delivery", "invoke"), timeout=5)
+    ender.join()
+    assert activity.running("execution") == 1  # still running: not waited for
+    activity.end("execution", execution)

@@ -636,6 +636,39 @@ class TestEventDelivery:
         assert summary["HealthStatusReason"] == "GPU fell off the bus"
         assert summary["RepairAction"] == "Replace"
 
+    def test_joined_nodes_look_like_hyperpod_nodes(
+        self, events_cloud: LocalCloud, tmp_path: Path
+    ) -> None:
+        cloud = events_cloud
+        eks_name = unique("eks")
+        cluster, network = active_eks(cloud, eks_name)
+        name = unique("hp")
+        create_hyperpod(cloud, name, cluster["arn"], network,
+                        [group_spec(cloud, "workers", "ml.c5.2xlarge", 2)])
+        cloud.clock.advance(20 * 60)
+        cloud.wait_for_executions()
+
+        api = kube(cluster, eks_token(cloud.boto3_session(), eks_name, cloud.region), tmp_path)
+        # The client's models type every field optional: read them as plain values.
+        joined: list[Any] = [n for n in api.list_node().items
+                             if str(n.metadata and n.metadata.name).startswith("hyperpod-")]
+        assert len(joined) == 2
+        for node in joined:
+            instance_id = str(node.metadata.name).removeprefix("hyperpod-")
+            placement = cloud.client("sagemaker").describe_cluster_node(
+                ClusterName=name, NodeId=instance_id)["NodeDetails"]["Placement"]
+            labels = node.metadata.labels
+            assert labels[GROUP] == "workers"
+            assert labels[INSTANCE_TYPE] == "ml.c5.2xlarge"
+            assert labels[HEALTH] == "Schedulable"
+            assert labels["topology.kubernetes.io/zone"] == placement["AvailabilityZone"]
+            assert labels["topology.kubernetes.io/zone"] == "us-west-2a"  # its subnet's zone
+            assert labels["topology.kubernetes.io/region"] == cloud.region
+            ready = [c.status for c in node.status.conditions if c.type == "Ready"]
+            assert ready == ["True"]
+            assert not node.spec.unschedulable
+            assert not node.spec.taints
+
     def test_eks_addon_events_reach_a_function(self, events_cloud: LocalCloud) -> None:
         cloud = events_cloud
         eks = cloud.client("eks")

@@ -43,6 +43,14 @@ from tests.unit.support import operation_with_cluster as op_for
 pytestmark = pytest.mark.usefixtures("fresh_imports")
 
 PASS_DEFINITION = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
+
+
+def state_machine(sfn: Any, name: str) -> str:
+    """A state machine that does nothing, standing in for an operation's."""
+    arn: str = sfn.create_state_machine(
+        name=name, definition=PASS_DEFINITION, roleArn=f"arn:aws:iam::{ACCOUNT}:role/{name}Role"
+    )["stateMachineArn"]
+    return arn
 UNKNOWN_OP = "op-" + "0" * 32
 
 
@@ -112,13 +120,26 @@ class Api:
         return self.call("POST", "/clusters/discover", body=body)
 
 
+CREATE_CLUSTER_ARN = (
+    f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:CreateClusterStateMachine-unit"
+)
+
+
 def load_api(
-    monkeypatch: pytest.MonkeyPatch, template: dict[str, Any], table: Table, state_machine_arn: str
+    monkeypatch: pytest.MonkeyPatch,
+    template: dict[str, Any],
+    table: Table,
+    state_machine_arn: str,
+    create_cluster_arn: str = CREATE_CLUSTER_ARN,
 ) -> Any:
     env = function_environment(
         template,
         "ApiFunction",
-        {"HypdTable": TABLE_NAME, "DiscoverStateMachine": state_machine_arn},
+        {
+            "HypdTable": TABLE_NAME,
+            "DiscoverStateMachine": state_machine_arn,
+            "CreateClusterStateMachine": create_cluster_arn,
+        },
     )
     for name, value in {**env, "POWERTOOLS_TRACE_DISABLED": "true"}.items():
         monkeypatch.setenv(name, value)
@@ -459,7 +480,13 @@ def test_api_works_when_hypd_api_was_imported_before_the_functions_environment(
     importlib.import_module("hypd.api.app")
     # And then the API function loaded with its environment, in the same process
     env = function_environment(
-        template, "ApiFunction", {"HypdTable": TABLE_NAME, "DiscoverStateMachine": "arn:x"}
+        template,
+        "ApiFunction",
+        {
+            "HypdTable": TABLE_NAME,
+            "DiscoverStateMachine": "arn:x",
+            "CreateClusterStateMachine": CREATE_CLUSTER_ARN,
+        },
     )
     for name, value in {**env, "POWERTOOLS_TRACE_DISABLED": "true"}.items():
         monkeypatch.setenv(name, value)

@@ -73,6 +73,7 @@ def handler(monkeypatch: pytest.MonkeyPatch, template: dict[str, Any], table: Ta
         {
             "HypdTable": TABLE_NAME,
             "DiscoverStateMachine": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:d",
+            "CreateClusterStateMachine": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:c",
         },
     )
     for name, value in {**env, "POWERTOOLS_TRACE_DISABLED": "true"}.items():

@@ -89,14 +89,21 @@ def api_call(module: Any, method: str, path: str, resource: str | None = None, *
 
 
 def load_api(
-    monkeypatch: pytest.MonkeyPatch, template: dict[str, Any], state_machine_arn: str
+    monkeypatch: pytest.MonkeyPatch,
+    template: dict[str, Any],
+    state_machine_arn: str,
+    create_cluster_arn: str | None = None,
 ) -> Any:
     set_env(
         monkeypatch,
         function_environment(
             template,
             "ApiFunction",
-            {"HypdTable": TABLE_NAME, "DiscoverStateMachine": state_machine_arn},
+            {
+                "HypdTable": TABLE_NAME,
+                "DiscoverStateMachine": state_machine_arn,
+                "CreateClusterStateMachine": create_cluster_arn or state_machine_arn,
+            },
         ),
     )
     return load_function_module("api")

@@ -143,6 +143,8 @@ def test_execution_status_change_event_maps_to_an_execution_ended_task() -> None
         "status": "FAILED",
         "error": "States.Runtime",
         "cause": event["detail"]["cause"],
+        "executionName": "op-3f9d2c7a1b8e4f60a5d4c3b2a1908f7e",
+        "executionArn": event["detail"]["executionArn"],
     }
 
 

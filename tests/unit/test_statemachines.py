@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import inspect
+import importlib
 import json
+import pkgutil
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,20 +13,35 @@ from typing import Any
 
 import pytest
 
+import hypd
 from hypd import errors
 from hypd.clusters.discovery_tasks import DiscoverServices
 from hypd.clusters.discovery_tasks import build_router as discover_router
+from hypd.create.tasks import CreateServices
+from hypd.create.tasks import build_router as create_router
 from hypd.operations.tasks import build_router as operation_tasks_router
 from hypd.tasks import TaskRouter
 from tests.unit.support import ROOT, load_template
 
 ASL_FILES = sorted((ROOT / "statemachines").glob("*.asl.json"))
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
-RETRIED_EXCEPTIONS = {
-    name
-    for name, cls in inspect.getmembers(errors, inspect.isclass)
-    if issubclass(cls, errors.TemporaryError) and cls is not errors.TemporaryError
-}
+def _temporary_errors() -> set[str]:
+    """Every TemporaryError subclass a task of the hypd package can raise (the names the ASL
+    may retry, and must)."""
+    for module in pkgutil.walk_packages(hypd.__path__, "hypd."):
+        if not module.name.startswith("hypd.api"):
+            importlib.import_module(module.name)
+
+    def subclasses(cls: type) -> set[type]:
+        found: set[type] = set(cls.__subclasses__())
+        for sub in list(found):
+            found |= subclasses(sub)
+        return found
+
+    return {cls.__name__ for cls in subclasses(errors.TemporaryError)}
+
+
+RETRIED_EXCEPTIONS = _temporary_errors()
 
 
 @dataclass(frozen=True)
@@ -55,16 +71,30 @@ def definition(path: Path) -> dict[str, Any]:
 
 
 def task_name(state: State) -> str | None:
-    task = state.body.get("Parameters", {}).get("task")
+    """The task a Lambda Task state runs: its Parameters' `task`, or its Payload's for a
+    `lambda:invoke.waitForTaskToken` state."""
+    parameters = state.body.get("Parameters", {})
+    task = parameters.get("task") or (parameters.get("Payload") or {}).get("task")
     return task if isinstance(task, str) else None
 
 
+def function_placeholder(state: State) -> str:
+    """The `${...Arn}` of the function a Lambda Task state invokes."""
+    where = str(state.body["Resource"])
+    if where.startswith("arn:aws:states:::lambda:invoke"):
+        where = str(state.body["Parameters"]["FunctionName"])
+    (placeholder,) = PLACEHOLDER.findall(where)
+    return str(placeholder)
+
+
 def recorders(asl: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Top-level Task states that run the `fail` task: the failure recorders."""
+    """Top-level Task states that run a `fail` task (`fail`, or a kind's own `fail-...`): the
+    failure recorders."""
     return {
         name: body
         for name, body in asl["States"].items()
-        if body.get("Type") == "Task" and body.get("Parameters", {}).get("task") == "fail"
+        if body.get("Type") == "Task"
+        and str(body.get("Parameters", {}).get("task", "")).split("-")[0] == "fail"
     }
 
 
@@ -132,11 +162,21 @@ def test_the_temporary_errors_are_retried_by_every_lambda_task(asl_path: Path) -
         assert {"AwsThrottled", "AwsUnavailable", "ConcurrentUpdate"} <= retried, state.path
 
 
+def test_the_create_pipeline_retries_every_temporary_error_a_task_can_raise() -> None:
+    # Its tasks reach every adapter: a TemporaryError it did not name would fail a stage
+    # instead of being retried.
+    asl = definition(ROOT / "statemachines" / "create_cluster.asl.json")
+    for state in walk(asl["States"]):
+        if state.body["Type"] == "Task":
+            retried = {e for r in state.body.get("Retry", []) for e in r["ErrorEquals"]}
+            assert retried >= RETRIED_EXCEPTIONS, state.path
+
+
 def test_every_work_state_catches_into_the_failure_recorder(asl_path: Path) -> None:
     asl = definition(asl_path)
     recorder_states = recorders(asl)
     # Given exactly one state that records failures
-    assert len(recorder_states) == 1, "one Task runs the `fail` task"
+    assert len(recorder_states) == 1, "one Task runs the `fail` (or `fail-...`) task"
     ((recorder_name, recorder),) = recorder_states.items()
     error_path = recorder["Parameters"]["error.$"]
 
@@ -178,6 +218,17 @@ def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
     unused: Any = object()
     by_function = {
         "OperationTasksFunction": operation_tasks_router(unused, unused),
+        "ClusterTasksFunction": create_router(
+            CreateServices(
+                operations=unused,
+                clusters=unused,
+                locks=unused,
+                waiters=unused,
+                client=unused,
+                settings=unused,
+                tokens=unused,
+            )
+        ),
         "DiscoverFunction": discover_router(
             DiscoverServices(
                 operations=unused,
@@ -204,5 +255,4 @@ def test_every_task_state_names_a_task_of_the_function_it_invokes(asl_path: Path
     for state in walk(definition(asl_path)["States"]):
         if state.body["Type"] != "Task":
             continue
-        (placeholder,) = PLACEHOLDER.findall(state.body["Resource"])
-        assert task_name(state) in routers[placeholder].names, state.path
+        assert task_name(state) in routers[function_placeholder(state)].names, state.path

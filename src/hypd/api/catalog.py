@@ -5,8 +5,10 @@ Read-only: each route reads AWS through the adapters and answers at once; nothin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -35,6 +37,7 @@ from hypd.catalog.instance_types import (
     merge_offerings,
 )
 from hypd.catalog.models import HyperPodInstanceType, InstanceTypeFacts, TrainingPlan
+from hypd.clusters.create_request import CreateClusterRequest, TrainingPlanCapacity
 
 TAGS = ["catalog"]
 READ_ERRORS = {400: ERROR_RESPONSES[400], 503: ERROR_RESPONSES[503]}
@@ -87,15 +90,13 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         zones = ec2_api.list_availability_zones(client)
         if availability_zone is not None:
             check_zone(availability_zone, zones)
-        candidates = hyperpod_instance_types()
-        offerings = ec2_api.list_zone_offerings(client, list(ec2_to_ml(candidates)))
-        types = merge_offerings(
-            candidates, offerings, [z.name for z in zones], zone=availability_zone
+        types = offered_types(
+            client, hyperpod_instance_types(), [z.name for z in zones], zone=availability_zone
         )
-        facts = ec2_api.describe_instance_types(client, [t.ec2_instance_type for t in types])
+        facts = instance_type_facts(client, [t.instance_type for t in types])
         return InstanceTypeList(
             availability_zone=availability_zone,
-            instance_types=[instance_type_view(t, facts.get(t.ec2_instance_type)) for t in types],
+            instance_types=[instance_type_view(t, facts.get(t.instance_type)) for t in types],
         )
 
     @router.get(
@@ -110,10 +111,68 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         responses=READ_ERRORS,
     )
     def list_training_plans() -> TrainingPlanList:
-        plans = sagemaker_api.list_training_plans(services.sagemaker_client())
+        plans = training_plans(services.sagemaker_client())
         return TrainingPlanList(training_plans=[training_plan_view(p) for p in plans])
 
     return router
+
+
+# ---------------------------------------------------------------------------- shared reads
+# The catalogue routes and POST /clusters read the account's catalogue through these, so a
+# create is judged on exactly what GET /catalog/... shows.
+def offered_types(
+    client: Any, candidates: Sequence[str], zone_names: Sequence[str], zone: str | None = None
+) -> list[HyperPodInstanceType]:
+    """The `ml.*` `candidates` EC2 offers in `zone_names` (with `zone`: offered there)."""
+    if not candidates:
+        return []
+    offerings = ec2_api.list_zone_offerings(client, list(ec2_to_ml(candidates)))
+    return merge_offerings(candidates, offerings, zone_names, zone=zone)
+
+
+def instance_type_facts(client: Any, instance_types: Sequence[str]) -> dict[str, InstanceTypeFacts]:
+    """EC2's facts about the EC2 type behind each `ml.*` type, keyed by the `ml.*` type."""
+    if not instance_types:
+        return {}
+    by_ec2 = ec2_to_ml(instance_types)
+    described = ec2_api.describe_instance_types(client, list(by_ec2))
+    return {by_ec2[name]: facts for name, facts in described.items() if name in by_ec2}
+
+
+def training_plans(client: Any) -> list[TrainingPlan]:
+    """The account's training plans in the Region."""
+    return sagemaker_api.list_training_plans(client)
+
+
+@dataclass(frozen=True)
+class CreateCatalog:
+    """What `validate_against_catalog` needs to judge one create request, and no more."""
+
+    zones: list[str]
+    offerings: dict[str, set[str]]
+    facts: dict[str, InstanceTypeFacts]
+    training_plans: dict[str, TrainingPlan]
+
+
+def catalog_for_create(services: ApiServices, request: CreateClusterRequest) -> CreateCatalog:
+    """Read the catalogue a create request needs: the zones, the offerings of its instance
+    types, the facts of the types of its EFA-only groups, and the training plans only when a
+    group uses one."""
+    client = services.ec2_client()
+    zones = [z.name for z in ec2_api.list_availability_zones(client)]
+    groups = request.instance_groups
+    requested = sorted({g.instance_type for g in groups})
+    offered = offered_types(client, requested, zones)
+    efa_types = sorted({g.instance_type for g in groups if g.efa_only})
+    plans: dict[str, TrainingPlan] = {}
+    if any(isinstance(g.capacity, TrainingPlanCapacity) for g in groups):
+        plans = {plan.arn: plan for plan in training_plans(services.sagemaker_client())}
+    return CreateCatalog(
+        zones=zones,
+        offerings={t.instance_type: set(t.availability_zones) for t in offered},
+        facts=instance_type_facts(client, efa_types),
+        training_plans=plans,
+    )
 
 
 def instance_type_view(

@@ -6,7 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hypd.clusters.models import CLUSTER_TAG_PATTERN, ClusterSource, EksCluster, HyperPodCluster
+from hypd.clusters.models import (
+    CLUSTER_TAG_PATTERN,
+    ClusterSource,
+    ClusterStatus,
+    EksCluster,
+    HyperPodCluster,
+)
 from hypd.operations.models import (
     OPERATION_ID_PATTERN,
     OperationKind,
@@ -48,11 +54,37 @@ class StageView(ApiModel):
     model_config = ConfigDict(populate_by_name=True, extra="allow")
     name: str
     status: StageStatus
-    started_at: str | None = Field(default=None, alias="startedAt")
+    started_at: str | None = Field(
+        default=None, alias="startedAt", description="When the first attempt started."
+    )
+    attempt_started_at: str | None = Field(
+        default=None, alias="attemptStartedAt", description="When the latest attempt started."
+    )
     ended_at: str | None = Field(default=None, alias="endedAt")
     attempts: int
     error: dict[str, str] | None = None
     output: dict[str, Any] | None = None
+
+
+class RetryView(ApiModel):
+    number: int = Field(description="n of the retry; its execution is named {operationId}-r{n}.")
+    requested_at: str = Field(alias="requestedAt")
+    previous_status: OperationStatus = Field(
+        alias="previousStatus", description="How the attempt before this retry ended."
+    )
+    previous_error: dict[str, str] | None = Field(
+        default=None,
+        alias="previousError",
+        description="The error that ended the attempt before this retry (kept here; the "
+        "retry clears it from the operation and its stages).",
+    )
+    failed_stage: str | None = Field(default=None, alias="failedStage")
+    previous_execution_arn: str | None = Field(default=None, alias="previousExecutionArn")
+    resume_from: str | None = Field(
+        default=None,
+        alias="resumeFrom",
+        description="The first stage that had not succeeded, where the retry resumed.",
+    )
 
 
 class OperationView(ApiModel):
@@ -64,7 +96,17 @@ class OperationView(ApiModel):
     input: dict[str, Any]
     output: dict[str, Any] | None = None
     error: dict[str, str] | None = None
-    execution_arn: str | None = Field(default=None, alias="executionArn")
+    execution_arn: str | None = Field(
+        default=None, alias="executionArn", description="The current execution."
+    )
+    retries: list[RetryView] = Field(
+        default_factory=list, description="Every retry, oldest first, with what it replaced."
+    )
+    cancel_requested_at: str | None = Field(
+        default=None,
+        alias="cancelRequestedAt",
+        description="When a client asked to cancel the current attempt.",
+    )
     created_at: str = Field(alias="createdAt")
     updated_at: str = Field(alias="updatedAt")
     version: int
@@ -86,6 +128,11 @@ class ClusterView(ApiModel):
     updated_at: str = Field(alias="updatedAt")
     last_seen_at: str | None = Field(default=None, alias="lastSeenAt")
     last_operation_id: str | None = Field(default=None, alias="lastOperationId")
+    status: ClusterStatus | None = Field(
+        default=None,
+        description="A cluster hypd creates: CREATING until its create operation ends, then "
+        "ACTIVE or FAILED. Absent for a discovered cluster.",
+    )
 
 
 class ClusterList(ApiModel):

@@ -6,9 +6,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hypd.clusters.store import ClusterStore
+from hypd.clusters.store import ClusterStore, CreatedClusterRecord
+from hypd.errors import PermanentError
 from hypd.operations.locks import LockStore
+from hypd.operations.models import Operation, OperationKind
+from hypd.operations.starter import RestartRecord
 from hypd.operations.store import OperationStore
+
+STATE_MACHINE_SETTINGS = {
+    OperationKind.DISCOVER: "DISCOVER_STATE_MACHINE_ARN",
+    OperationKind.CREATE_CLUSTER: "CREATE_CLUSTER_STATE_MACHINE_ARN",
+}
+"""The environment variable that names each kind's state machine (set by template.yaml)."""
 
 
 @dataclass(frozen=True)
@@ -21,3 +30,33 @@ class ApiServices:
     # The catalogue routes' clients: created on first use (a cold start pays only for its own).
     ec2_client: Callable[[], Any]
     sagemaker_client: Callable[[], Any]
+    create_cluster_state_machine_arn: str | None = None
+
+    def state_machine_arn(self, kind: OperationKind) -> str:
+        """The state machine that runs operations of `kind` (the one place kinds map to ARNs).
+
+        Raises:
+            PermanentError: this function's environment does not name it.
+        """
+        arn = {
+            OperationKind.DISCOVER: self.discover_state_machine_arn,
+            OperationKind.CREATE_CLUSTER: self.create_cluster_state_machine_arn,
+        }.get(kind)
+        if not arn:
+            setting = STATE_MACHINE_SETTINGS.get(kind, f"the {kind.value} state machine")
+            raise PermanentError(f"{setting} is not configured for this function")
+        return arn
+
+    def execution_input(self, operation: Operation) -> dict[str, Any]:
+        """What an execution of the operation's state machine reads from its input, besides
+        `operationId` (and `resumeFrom`, which the starter adds): the same on start and retry.
+        """
+        if operation.kind is OperationKind.DISCOVER:
+            return {"clusterNames": operation.input.get("clusterNames")}
+        return {}
+
+    def restart_record(self, operation: Operation) -> RestartRecord | None:
+        """The record that follows an operation of this kind through a retry, if any."""
+        if operation.kind is OperationKind.CREATE_CLUSTER and operation.cluster_tag:
+            return CreatedClusterRecord(self.clusters, operation.cluster_tag, operation.id)
+        return None

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
 from hypd.errors import ValidationError
-from hypd.table import IndexKey
+from hypd.table import PK, IndexKey
 
 
 class ConditionFailed(Exception):
@@ -163,3 +163,19 @@ class Table:
             if not page.last_key:
                 return
             start = page.last_key
+
+    def query_partition(self, partition: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The items of one partition of the base table (consistent read, at most `limit`)."""
+        try:
+            response = self._client.query(
+                TableName=self.name,
+                KeyConditionExpression="#pk = :pk",
+                ExpressionAttributeNames={"#pk": PK},
+                ExpressionAttributeValues={":pk": _s(partition)},
+                ConsistentRead=True,
+                Limit=limit,
+            )
+        except (ClientError, *NETWORK_ERRORS) as exc:
+            raise translate(exc, f"querying {partition} of table {self.name}") from exc
+        items: list[dict[str, Any]] = response.get("Items", [])
+        return items

@@ -39,3 +39,125 @@ def to_model(cluster: dict[str, Any]) -> EksCluster:
         subnet_ids=list(vpc.get("subnetIds") or []),
         tags=dict(cluster.get("tags") or {}),
     )
+
+
+# ---------------------------------------------------------------------------- create pipeline
+# Raw EKS shapes (DescribeCluster's ``cluster``, DescribeAddon's ``addon``): the create pipeline
+# needs the endpoint and CA data, which the EksCluster model does not carry.
+_NOT_FOUND = code_in("ResourceNotFoundException")
+_IN_USE = code_in("ResourceInUseException")
+
+
+def find_cluster(client: Any, name: str) -> dict[str, Any] | None:
+    """DescribeCluster's ``cluster``, or None when there is no cluster of that name."""
+    cluster: dict[str, Any] | None = unless_not_found(
+        lambda: client.describe_cluster(name=name)["cluster"],
+        f"describing EKS cluster {name}",
+        _NOT_FOUND,
+    )
+    return cluster
+
+
+def create_cluster(client: Any, params: dict[str, Any]) -> dict[str, Any] | None:
+    """CreateCluster's ``cluster``; None when a cluster of that name already exists."""
+    name = params["name"]
+    cluster: dict[str, Any] | None = unless_not_found(
+        lambda: client.create_cluster(**params)["cluster"], f"creating EKS cluster {name}", _IN_USE
+    )
+    return cluster
+
+
+def create_access_entry(
+    client: Any, cluster_name: str, principal_arn: str, client_token: str | None = None
+) -> bool:
+    """A STANDARD access entry for `principal_arn`; False when it already existed."""
+    params: dict[str, Any] = {
+        "clusterName": cluster_name,
+        "principalArn": principal_arn,
+        "type": "STANDARD",
+    }
+    if client_token:
+        params["clientRequestToken"] = client_token
+    created = unless_not_found(
+        lambda: client.create_access_entry(**params),
+        f"creating the access entry of {principal_arn} on EKS cluster {cluster_name}",
+        _IN_USE,
+    )
+    return created is not None
+
+
+def associated_policies(client: Any, cluster_name: str, principal_arn: str) -> list[dict[str, Any]]:
+    """The access policies associated with `principal_arn`'s access entry."""
+    return all_pages(
+        client,
+        "list_associated_access_policies",
+        "associatedAccessPolicies",
+        f"listing the access policies of {principal_arn} on EKS cluster {cluster_name}",
+        clusterName=cluster_name,
+        principalArn=principal_arn,
+    )
+
+
+def associate_cluster_policy(
+    client: Any, cluster_name: str, principal_arn: str, policy_arn: str
+) -> None:
+    """Associate `policy_arn` with cluster scope (re-associating is accepted by EKS)."""
+    unless_not_found(
+        lambda: client.associate_access_policy(
+            clusterName=cluster_name,
+            principalArn=principal_arn,
+            policyArn=policy_arn,
+            accessScope={"type": "cluster"},
+        ),
+        f"associating {policy_arn} with {principal_arn} on EKS cluster {cluster_name}",
+        _IN_USE,
+    )
+
+
+def find_addon(client: Any, cluster_name: str, addon_name: str) -> dict[str, Any] | None:
+    """DescribeAddon's ``addon``, or None when the add-on is not installed.
+
+    A missing *cluster* is also ResourceNotFoundException; callers read the cluster first.
+    """
+    addon: dict[str, Any] | None = unless_not_found(
+        lambda: client.describe_addon(clusterName=cluster_name, addonName=addon_name)["addon"],
+        f"describing add-on {addon_name} of EKS cluster {cluster_name}",
+        _NOT_FOUND,
+    )
+    return addon
+
+
+def default_addon_version(client: Any, addon_name: str, kubernetes_version: str) -> str | None:
+    """The version CreateAddon would install by default on `kubernetes_version` (the one
+    DescribeAddonVersions marks ``defaultVersion`` for it), else the newest compatible one,
+    else None (the add-on is not offered for that Kubernetes version)."""
+    infos = all_pages(
+        client,
+        "describe_addon_versions",
+        "addons",
+        f"listing the versions of add-on {addon_name} for Kubernetes {kubernetes_version}",
+        addonName=addon_name,
+        kubernetesVersion=kubernetes_version,
+    )
+    compatible: list[str] = []
+    for info in infos:
+        if info.get("addonName") != addon_name:
+            continue
+        for version in info.get("addonVersions") or []:
+            for compatibility in version.get("compatibilities") or []:
+                if compatibility.get("clusterVersion") != kubernetes_version:
+                    continue
+                if compatibility.get("defaultVersion"):
+                    return str(version["addonVersion"])
+                compatible.append(str(version["addonVersion"]))
+    return compatible[0] if compatible else None
+
+
+def create_addon(client: Any, params: dict[str, Any]) -> dict[str, Any] | None:
+    """CreateAddon's ``addon``; None when the add-on already exists."""
+    addon: dict[str, Any] | None = unless_not_found(
+        lambda: client.create_addon(**params)["addon"],
+        f"creating add-on {params['addonName']} on EKS cluster {params['clusterName']}",
+        _IN_USE,
+    )
+    return addon

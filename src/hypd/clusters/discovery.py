@@ -21,6 +21,7 @@ from hypd.clusters.models import (
     HYPD_TAG_KEY,
     Cluster,
     ClusterSource,
+    ClusterStatus,
     EksCluster,
     HyperPodCluster,
 )
@@ -140,7 +141,14 @@ def plan_discovery(
                 created_at=previous.created_at if previous else now,
                 updated_at=now,
                 last_seen_at=now,
-                last_operation_id=operation_id,
+                # A cluster hypd creates keeps its status; while its create runs, the record
+                # stays that operation's (its retry and failure paths look for it).
+                status=previous.status if previous else None,
+                last_operation_id=(
+                    previous.last_operation_id
+                    if previous and previous.status is ClusterStatus.CREATING
+                    else operation_id
+                ),
             )
         )
 

@@ -57,6 +57,15 @@ class ClusterSource(StrEnum):
     CREATED = "created"
 
 
+class ClusterStatus(StrEnum):
+    """Where a cluster hypd creates stands; a discovered cluster has none (its EKS and HyperPod
+    statuses say it all)."""
+
+    CREATING = "CREATING"
+    ACTIVE = "ACTIVE"
+    FAILED = "FAILED"
+
+
 class Cluster(_Model):
     tag: str
     source: ClusterSource
@@ -70,6 +79,8 @@ class Cluster(_Model):
     updated_at: str = Field(alias="updatedAt")
     last_seen_at: str | None = Field(default=None, alias="lastSeenAt")
     last_operation_id: str | None = Field(default=None, alias="lastOperationId")
+    status: ClusterStatus | None = None
+    """Set for a cluster hypd creates (CREATING until its create operation ends)."""
 
     def to_api(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude={"anchor_arn"})

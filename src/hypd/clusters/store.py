@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from hypd import clock
 from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
-from hypd.clusters.models import Cluster
+from hypd.clusters.models import Cluster, ClusterStatus
 from hypd.errors import ConflictError, NotFoundError
+from hypd.operations.models import ErrorInfo
 from hypd.pagination import decode_token, encode_token
 from hypd.table import CLUSTERS_PARTITION, cluster_index_keys, cluster_key
+
+
+class ClusterExists(ConflictError):
+    """A cluster record with this tag exists (discovered or created)."""
+
+    code = "ClusterExists"
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,10 @@ class ClusterStore:
         if item is None:
             raise NotFoundError(f"cluster {tag} does not exist", details={"tag": tag})
         return Cluster.model_validate(decode_body(item))
+
+    def find(self, tag: str) -> Cluster | None:
+        item = self._table.get(cluster_key(tag))
+        return Cluster.model_validate(decode_body(item)) if item else None
 
     def all(self) -> list[Cluster]:
         index, partition = CLUSTERS_PARTITION
@@ -48,12 +61,7 @@ class ClusterStore:
         Raises:
             ConflictError: the tag belongs to a record of other resources.
         """
-        item = encode_item(
-            cluster_key(cluster.tag),
-            cluster.model_dump(mode="json", by_alias=True),
-            index_keys=cluster_index_keys(cluster.tag),
-            attributes={"anchorArn": cluster.anchor_arn},
-        )
+        item = _item(cluster)
         try:
             # A tag is bound to one anchor for life: create it, or update the same resources.
             self._table.put(
@@ -66,3 +74,121 @@ class ClusterStore:
                 f"cluster tag {cluster.tag} is already used by other resources",
                 details={"tag": cluster.tag},
             ) from exc
+
+    def create(self, cluster: Cluster, *, replacing_orphan_of: str | None = None) -> None:
+        """Record a cluster hypd is about to create; only a new tag is accepted.
+
+        `replacing_orphan_of`: an operation id whose record of this tag is an orphan (its
+        create operation was never recorded); that record, and only while it still names that
+        operation, is replaced.
+
+        Raises:
+            ClusterExists: a record with this tag exists.
+        """
+        item = _item(cluster)
+        try:
+            if replacing_orphan_of:
+                self._table.put(
+                    item,
+                    condition="attribute_not_exists(PK) OR lastOperationId = :orphan",
+                    values={":orphan": {"S": replacing_orphan_of}},
+                )
+            else:
+                # attribute_not_exists(PK): the tag is new; never overwrite another cluster.
+                self._table.put(item, condition="attribute_not_exists(PK)")
+        except ConditionFailed as exc:
+            raise cluster_exists(cluster.tag, self.find(cluster.tag)) from exc
+
+    def discard(self, tag: str, operation_id: str) -> None:
+        """Delete the record `create` wrote for `operation_id` (idempotent; a record another
+        operation wrote is left alone)."""
+        try:
+            self._table.delete(
+                cluster_key(tag),
+                condition="lastOperationId = :op",
+                values={":op": {"S": operation_id}},
+            )
+        except ConditionFailed:
+            return
+
+    def set_status(self, tag: str, status: ClusterStatus, operation_id: str) -> Cluster | None:
+        """Set a created cluster's status as `operation_id` moves it; None if there is no record.
+
+        The write is conditional on the record still describing the same resources (anchor).
+        """
+        current = self.find(tag)
+        if current is None:
+            return None
+        changed = current.model_copy(
+            update={
+                "status": status,
+                "last_operation_id": operation_id,
+                "updated_at": clock.now_iso(),
+            }
+        )
+        item = _item(changed)
+        try:
+            self._table.put(
+                item,
+                condition="anchorArn = :anchor",
+                values={":anchor": {"S": current.anchor_arn}},
+            )
+        except ConditionFailed:
+            return None
+        return changed
+
+
+def _item(cluster: Cluster) -> dict[str, Any]:
+    """The table item of a record: its body, its index keys, and the attributes conditional
+    writes test (the anchor ARN, the operation that last wrote it)."""
+    attributes = {"anchorArn": cluster.anchor_arn}
+    if cluster.last_operation_id:
+        attributes["lastOperationId"] = cluster.last_operation_id
+    return encode_item(
+        cluster_key(cluster.tag),
+        cluster.model_dump(mode="json", by_alias=True),
+        index_keys=cluster_index_keys(cluster.tag),
+        attributes=attributes,
+    )
+
+
+def cluster_exists(tag: str, existing: Cluster | None) -> ClusterExists:
+    details: dict[str, object] = {"tag": tag}
+    how = ""
+    if existing is not None:
+        details["source"] = existing.source.value
+        how = f" ({existing.source.value}"
+        if existing.status is not None:
+            details["status"] = existing.status.value
+            how += f", {existing.status.value}"
+        how += ")"
+        if existing.last_operation_id:
+            details["lastOperationId"] = existing.last_operation_id
+    return ClusterExists(f"cluster {tag} exists already{how}", details=details)
+
+
+@dataclass(frozen=True)
+class CreatedClusterRecord:
+    """The record of a cluster a create-cluster operation makes, kept in step with the
+    operation's start (`hypd.operations.starter.StartRecord`) and retries (`RestartRecord`)."""
+
+    clusters: ClusterStore
+    tag: str
+    operation_id: str
+    new: Cluster | None = None
+    """The record to write when the operation starts (status CREATING)."""
+    replaces_orphan_of: str | None = None
+
+    def create(self) -> None:
+        if self.new is None:
+            raise ValueError("no cluster record to create")
+        self.clusters.create(self.new, replacing_orphan_of=self.replaces_orphan_of)
+
+    def discard(self) -> None:
+        self.clusters.discard(self.tag, self.operation_id)
+
+    def reset(self) -> None:
+        self.clusters.set_status(self.tag, ClusterStatus.CREATING, self.operation_id)
+
+    def start_failed(self, error: ErrorInfo) -> None:
+        self.clusters.set_status(self.tag, ClusterStatus.FAILED, self.operation_id)

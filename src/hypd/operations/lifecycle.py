@@ -8,20 +8,49 @@ OperationStateError, which no state machine retries.
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime, timedelta
 from typing import Any
 
 from hypd import clock
-from hypd.errors import OperationStateError
+from hypd.errors import ConflictError, OperationStateError
 from hypd.operations.models import (
     STAGES,
     ErrorInfo,
     Operation,
     OperationKind,
     OperationStatus,
+    RetryRecord,
     Stage,
     StageStatus,
     new_operation_id,
 )
+
+RETRYABLE = frozenset({OperationStatus.FAILED, OperationStatus.CANCELLED})
+"""The statuses a client may retry from (POST /operations/{id}/retry)."""
+
+RESUMABLE_KINDS = frozenset({OperationKind.CREATE_CLUSTER})
+"""Kinds whose state machine resumes at `resumeFrom` (its tasks never repeat a stage that
+succeeded). A retry of any other kind (discover: cheap and idempotent) reruns every stage."""
+
+START_GRACE = timedelta(seconds=60)
+"""How long an operation may take to get its execution started (the API function's timeout is
+29 s). Within it, a missing execution or an unrecorded lock holder is a start in progress;
+after it, a start that crashed."""
+
+_RETRY_EXECUTION = re.compile(r"^(?P<operation>.+)-r(?P<number>[1-9][0-9]*)$")
+
+
+class OperationNotRetryable(ConflictError):
+    """Only a FAILED or CANCELLED operation can be retried."""
+
+    code = "OperationNotRetryable"
+
+
+class OperationNotCancellable(ConflictError):
+    """An operation that has ended cannot be cancelled."""
+
+    code = "OperationNotCancellable"
 
 
 def new_operation(
@@ -75,7 +104,9 @@ def start_stage(operation: Operation, name: str) -> Operation:
     operation.status = OperationStatus.RUNNING
     stage.status = StageStatus.RUNNING
     stage.attempts += 1
-    stage.started_at = stage.started_at or clock.now_iso()
+    now = clock.now_iso()
+    stage.started_at = stage.started_at or now
+    stage.attempt_started_at = now
     stage.ended_at = None
     stage.error = None  # the error of an earlier attempt no longer describes this one
     return operation
@@ -146,14 +177,24 @@ def succeed(operation: Operation, output: dict[str, Any] | None = None) -> Opera
 
 
 def execution_ended(
-    operation: Operation, status: str, error: str | None, cause: str | None
+    operation: Operation,
+    status: str,
+    error: str | None,
+    cause: str | None,
+    *,
+    execution_name: str | None = None,
+    execution_arn: str | None = None,
 ) -> Operation | None:
     """Reconcile with a Step Functions execution that ended without recording its outcome.
 
     ABORTED -> CANCELLED; FAILED / TIMED_OUT -> FAILED with the execution's error.
-    A SUCCEEDED execution records its own outcome, so it needs nothing here.
+    A SUCCEEDED execution records its own outcome, so it needs nothing here. The end of an
+    execution that is not the operation's current one (an attempt before a retry) changes
+    nothing.
     """
     if operation.status.terminal or status == "SUCCEEDED":
+        return None
+    if not is_current_execution(operation, name=execution_name, arn=execution_arn):
         return None
     if status == "ABORTED":
         now = clock.now_iso()
@@ -165,6 +206,145 @@ def execution_ended(
         return operation
     code = error or ("States.Timeout" if status == "TIMED_OUT" else "States.Failed")
     return fail(operation, error_from_step_functions(code, cause))
+
+
+# ---------------------------------------------------------------------------- executions
+def execution_name(operation: Operation) -> str:
+    """The name of the operation's current execution: its id, `{id}-r{n}` after retry n."""
+    if not operation.retries:
+        return operation.id
+    return f"{operation.id}-r{operation.retries[-1].number}"
+
+
+def operation_id_of_execution(name: str) -> str:
+    """The operation an execution name belongs to: `{id}` and `{id}-r{n}` -> `{id}`.
+
+    Other names (an execution hypd did not start) come back unchanged.
+    """
+    match = _RETRY_EXECUTION.match(name)
+    return match.group("operation") if match else name
+
+
+def is_current_execution(
+    operation: Operation, *, name: str | None = None, arn: str | None = None
+) -> bool:
+    """Whether the execution named `name` (with ARN `arn`) is the operation's current one.
+
+    The name decides (it is known before the execution's ARN is recorded); the ARN is compared
+    too once the operation has recorded one.
+    """
+    if name is not None and name != execution_name(operation):
+        return False
+    return arn is None or operation.execution_arn is None or arn == operation.execution_arn
+
+
+def with_execution(operation: Operation, execution_arn: str) -> Operation | None:
+    """Record the ARN of the execution that was just started for the operation."""
+    if operation.execution_arn == execution_arn:
+        return None
+    operation.execution_arn = execution_arn
+    return operation
+
+
+def started_recently(operation: Operation, now: datetime | None = None) -> bool:
+    """Whether the operation was created or last reset less than START_GRACE ago."""
+    since = operation.retries[-1].requested_at if operation.retries else operation.created_at
+    return (now or clock.now()) - parse_time(since) < START_GRACE
+
+
+def parse_time(value: str) -> datetime:
+    """A timestamp as hypd writes it (`clock.isoformat`) back as a datetime."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+# ---------------------------------------------------------------------------- retry
+def resume_stage(operation: Operation) -> str | None:
+    """The first stage that has not succeeded (where a retry resumes), or None."""
+    return next((s.name for s in operation.stages if s.status is not StageStatus.SUCCEEDED), None)
+
+
+def check_retryable(operation: Operation) -> None:
+    """Raises OperationNotRetryable (409) unless the operation is FAILED or CANCELLED."""
+    if operation.status not in RETRYABLE:
+        raise OperationNotRetryable(
+            f"operation {operation.id} is {operation.status.value}; only a FAILED or CANCELLED "
+            "operation can be retried",
+            details={"operationId": operation.id, "status": operation.status.value},
+        )
+
+
+def retry(operation: Operation) -> Operation:
+    """FAILED / CANCELLED -> PENDING, resuming at the first stage that has not succeeded.
+
+    Stages that succeeded keep their status and output (a retry never repeats them); every
+    other stage goes back to PENDING with its error cleared and its attempts kept. A kind that
+    cannot resume (not in RESUMABLE_KINDS) reruns from its first stage: every stage goes back
+    to PENDING (outputs cleared, attempts kept). The error that ended the previous attempt,
+    the stage that failed and the previous execution move to a new `retries` entry; the
+    operation's error, output, execution ARN and cancel request are cleared. The new
+    execution is `execution_name(operation)` = `{id}-r{n}`.
+
+    Raises:
+        OperationNotRetryable: the operation is not FAILED or CANCELLED.
+    """
+    check_retryable(operation)
+    failed = next((s.name for s in operation.stages if s.status is StageStatus.FAILED), None)
+    resumable = operation.kind in RESUMABLE_KINDS
+    for stage in operation.stages:
+        if stage.status is not StageStatus.SUCCEEDED or not resumable:
+            if stage.status is StageStatus.SUCCEEDED:
+                stage.output = None
+            stage.status = StageStatus.PENDING
+            stage.ended_at = None
+            stage.error = None
+    resume_from = resume_stage(operation)
+    operation.retries.append(
+        RetryRecord(
+            number=len(operation.retries) + 1,
+            requested_at=clock.now_iso(),
+            previous_status=operation.status,
+            previous_error=operation.error,
+            failed_stage=failed,
+            previous_execution_arn=operation.execution_arn,
+            resume_from=resume_from,
+        )
+    )
+    operation.status = OperationStatus.PENDING
+    operation.error = None
+    operation.output = None
+    operation.execution_arn = None
+    operation.cancel_requested_at = None
+    return operation
+
+
+# ---------------------------------------------------------------------------- cancel
+def check_cancellable(operation: Operation) -> None:
+    """Raises OperationNotCancellable (409) when the operation has ended."""
+    if operation.status.terminal:
+        raise OperationNotCancellable(
+            f"operation {operation.id} is {operation.status.value}; only a PENDING or RUNNING "
+            "operation can be cancelled",
+            details={"operationId": operation.id, "status": operation.status.value},
+        )
+
+
+def request_cancel(operation: Operation) -> Operation | None:
+    """Record that a client asked to stop the current execution (the first request counts).
+
+    The operation stays as it is: the execution's end (ABORTED) makes it CANCELLED.
+    """
+    if operation.cancel_requested_at is not None:
+        return None
+    operation.cancel_requested_at = clock.now_iso()
+    return operation
+
+
+def cancel_unstarted(operation: Operation) -> Operation | None:
+    """An operation whose execution never started (its start crashed) -> CANCELLED."""
+    if operation.status.terminal:
+        return None
+    operation.cancel_requested_at = operation.cancel_requested_at or clock.now_iso()
+    return execution_ended(operation, "ABORTED", None, None) or operation
 
 
 def error_from_step_functions(error: str | None, cause: str | None) -> ErrorInfo:

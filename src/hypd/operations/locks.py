@@ -8,11 +8,19 @@ over, conditionally on that same holder, so a crashed pipeline never blocks a sc
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from hypd import clock
 from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
 from hypd.errors import ConflictError
 from hypd.table import lock_key
+
+
+@dataclass(frozen=True)
+class Lock:
+    scope: str
+    operation_id: str
+    acquired_at: str
 
 
 class LockStore:
@@ -59,6 +67,14 @@ class LockStore:
     def holder(self, scope: str) -> str | None:
         item = self._table.get(lock_key(scope))
         return str(decode_body(item)["operationId"]) if item else None
+
+    def lock(self, scope: str) -> Lock | None:
+        """The lock of `scope` with its holder and when it was taken, or None when free."""
+        item = self._table.get(lock_key(scope))
+        if item is None:
+            return None
+        body = decode_body(item)
+        return Lock(scope, str(body["operationId"]), str(body["acquiredAt"]))
 
     def release(self, scope: str, operation_id: str) -> None:
         """Release the lock if `operation_id` still holds it (idempotent)."""

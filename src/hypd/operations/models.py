@@ -52,10 +52,19 @@ class StageStatus(StrEnum):
 
 class OperationKind(StrEnum):
     DISCOVER = "discover"
+    CREATE_CLUSTER = "create-cluster"
 
 
 STAGES: dict[OperationKind, tuple[str, ...]] = {
     OperationKind.DISCOVER: ("eks-clusters", "hyperpod-clusters", "record"),
+    OperationKind.CREATE_CLUSTER: (
+        "network",
+        "eks",
+        "dependencies",
+        "hyperpod",
+        "storage",
+        "verify",
+    ),
 }
 """The ordered stages of each operation kind (the names clients see)."""
 
@@ -75,10 +84,30 @@ class Stage(_Model):
     name: str
     status: StageStatus = StageStatus.PENDING
     started_at: str | None = Field(default=None, alias="startedAt")
+    """When the stage's first attempt started."""
+    attempt_started_at: str | None = Field(default=None, alias="attemptStartedAt")
+    """When its latest attempt started (waits and timeouts count from here)."""
     ended_at: str | None = Field(default=None, alias="endedAt")
     attempts: int = 0
     error: ErrorInfo | None = None
     output: dict[str, Any] | None = None
+
+
+class RetryRecord(_Model):
+    """One retry of an operation: what ended the previous attempt, and where the retry resumed.
+
+    A retry resets the stages that had not succeeded to PENDING and clears their errors and the
+    operation's; the error that ended the previous attempt is kept here (history), with the
+    execution that ran it.
+    """
+
+    number: int = Field(ge=1, description="1 for the first retry; the execution is {id}-r{n}.")
+    requested_at: str = Field(alias="requestedAt")
+    previous_status: OperationStatus = Field(alias="previousStatus")
+    previous_error: ErrorInfo | None = Field(default=None, alias="previousError")
+    failed_stage: str | None = Field(default=None, alias="failedStage")
+    previous_execution_arn: str | None = Field(default=None, alias="previousExecutionArn")
+    resume_from: str | None = Field(default=None, alias="resumeFrom")
 
 
 class Operation(_Model):
@@ -93,6 +122,10 @@ class Operation(_Model):
     execution_arn: str | None = Field(default=None, alias="executionArn")
     lock_scope: str | None = Field(default=None, alias="lockScope")
     """The lock this operation holds while it runs (released when it ends)."""
+    retries: list[RetryRecord] = Field(default_factory=list)
+    """Every retry, oldest first (the current execution is named after the last one)."""
+    cancel_requested_at: str | None = Field(default=None, alias="cancelRequestedAt")
+    """When a client asked to cancel the current attempt (StopExecution was called)."""
     created_at: str = Field(alias="createdAt")
     updated_at: str = Field(alias="updatedAt")
     version: int = 1

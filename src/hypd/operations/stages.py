@@ -33,13 +33,36 @@ def run_stage(
     When the work raises, the error is recorded on the stage (which stays RUNNING) and
     re-raised unchanged, so the state machine's Retry and Catch see its class name.
     """
-    store.update(operation_id, lambda op: lifecycle.start_stage(op, stage))
+    return stage_step(store, operation_id, stage, work, start=True, complete=True,
+                      summarize=summarize)
+
+
+def stage_step(
+    store: OperationStore,
+    operation_id: str,
+    stage: str,
+    work: Callable[[], T],
+    *,
+    start: bool = False,
+    complete: bool = False,
+    summarize: Callable[[T], dict[str, Any]] | None = None,
+) -> T:
+    """One task of a stage that spans several tasks (create, wait, check, ...).
+
+    `start`: this task opens an attempt of the stage (RUNNING, attempts + 1); the polling
+    tasks after it leave the attempt count alone. `complete`: this task ends the stage
+    (SUCCEEDED, with `summarize(result)` as its output). A raised error is recorded on the
+    stage and re-raised unchanged, as in `run_stage`.
+    """
+    if start:
+        store.update(operation_id, lambda op: lifecycle.start_stage(op, stage))
     try:
         result = work()
     except Exception as exc:
         info = error_info(exc)
         store.update(operation_id, lambda op: lifecycle.record_stage_error(op, stage, info))
         raise
-    summary = summarize(result) if summarize else None
-    store.update(operation_id, lambda op: lifecycle.complete_stage(op, stage, summary))
+    if complete:
+        summary = summarize(result) if summarize else None
+        store.update(operation_id, lambda op: lifecycle.complete_stage(op, stage, summary))
     return result

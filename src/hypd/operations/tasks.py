@@ -7,9 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hypd.clusters.models import ClusterStatus
+from hypd.clusters.store import ClusterStore
 from hypd.operations import lifecycle
 from hypd.operations.locks import LockStore
-from hypd.operations.models import Operation
+from hypd.operations.models import Operation, OperationKind, OperationStatus
 from hypd.operations.store import OperationStore
 from hypd.tasks import TaskInput, TaskRouter
 
@@ -43,23 +45,36 @@ class ExecutionEndedInput(TaskInput):
     status: str
     error: str | None = None
     cause: str | None = None
+    execution_name: str | None = Field(default=None, alias="executionName")
+    execution_arn: str | None = Field(default=None, alias="executionArn")
 
 
 def execution_event_to_task(event: dict[str, Any]) -> dict[str, Any]:
-    """An EventBridge `Step Functions Execution Status Change` event as an execution-ended task."""
+    """An EventBridge `Step Functions Execution Status Change` event as an execution-ended task.
+
+    An execution is named after its operation (`{id}`, or `{id}-r{n}` for retry n); its name
+    and ARN go along, so the end of an attempt before a retry changes nothing.
+    """
     if event.get("detail-type") != "Step Functions Execution Status Change":
         return event
     detail = event.get("detail") or {}
+    name = detail.get("name")
     return {
         "task": "execution-ended",
-        "operationId": detail.get("name"),
+        "operationId": lifecycle.operation_id_of_execution(name) if name else name,
         "status": detail.get("status"),
         "error": detail.get("error"),
         "cause": detail.get("cause"),
+        "executionName": name,
+        "executionArn": detail.get("executionArn"),
     }
 
 
-def build_router(operations: OperationStore, locks: LockStore) -> TaskRouter:
+def build_router(
+    operations: OperationStore, locks: LockStore, clusters: ClusterStore | None = None
+) -> TaskRouter:
+    """`clusters`: where a create-cluster operation that ended without recording it (stopped,
+    timed out) marks its cluster FAILED."""
     router = TaskRouter()
 
     def release(operation: Operation) -> None:
@@ -99,8 +114,22 @@ def build_router(operations: OperationStore, locks: LockStore) -> TaskRouter:
             return {"operationId": task.operation_id, "status": "UNKNOWN"}
         operation = operations.update(
             task.operation_id,
-            lambda op: lifecycle.execution_ended(op, task.status, task.error, task.cause),
+            lambda op: lifecycle.execution_ended(
+                op,
+                task.status,
+                task.error,
+                task.cause,
+                execution_name=task.execution_name,
+                execution_arn=task.execution_arn,
+            ),
         )
+        if (
+            clusters is not None
+            and operation.kind is OperationKind.CREATE_CLUSTER
+            and operation.cluster_tag
+            and operation.status in (OperationStatus.FAILED, OperationStatus.CANCELLED)
+        ):
+            clusters.set_status(operation.cluster_tag, ClusterStatus.FAILED, operation.id)
         release(operation)
         return {"operationId": operation.id, "status": operation.status.value}
 

@@ -195,6 +195,13 @@ class EksEmulator:
             due, _, action = heapq.heappop(self._timers)
             action(due)
 
+    def next_due(self) -> datetime | None:
+        """When the earliest scheduled transition strictly after ``clock.now()`` happens, or
+        None when nothing is scheduled (transitions already due wait for the next `tick`)."""
+        with self._lock:
+            now = self._clock.now()
+            return min((due for due, _, _ in self._timers if due > now), default=None)
+
     def _flush(self) -> None:
         with self._delivery:
             if self._delivering:

@@ -15,7 +15,12 @@ service-2.json``):
   ``BadRequestException`` 400, ``UnsupportedAvailabilityZoneException`` 400.
 
 ``error_for(service_model, code, message)`` builds an error whose status is the one the model
-declares (used for injected faults, whose code is free text).
+declares (used for injected faults, whose code is free text). ``status_for`` is the one place
+that maps a code to a status: the model's declaration, then the few codes whose status depends on
+the protocol (EC2's ``RequestLimitExceeded`` is 503 where the query services' throttling is 400,
+S3's ``SlowDown`` 503), then AWS's common errors, then the code's shape (``...InternalFailure`` /
+``...InternalError`` / ``...ServerException`` 500, ``ServiceUnavailable...`` 503,
+``...AccessDenied`` 403), else 400.
 """
 
 from __future__ import annotations
@@ -40,6 +45,23 @@ COMMON_ERRORS: dict[str, tuple[int, bool]] = {
     "InternalServerError": (500, False),
     "ServiceUnavailable": (503, False),
     "ServiceUnavailableException": (503, False),
+    # the query / ec2 / rest-xml spellings (CloudFormation, STS, IAM, EC2, S3)
+    "Throttling": (400, True),
+    "AccessDenied": (403, True),
+    "UnauthorizedOperation": (403, True),
+    "AuthFailure": (401, True),
+    "ExpiredToken": (400, True),
+    "RequestExpired": (400, True),
+    "InvalidAccessKeyId": (403, True),
+    "SignatureDoesNotMatch": (403, True),
+    "InternalError": (500, False),
+    "Unavailable": (503, False),
+}
+
+# Codes whose status depends on the protocol: (protocol, code) -> status.
+PROTOCOL_ERRORS: dict[tuple[str, str], int] = {
+    ("ec2", "RequestLimitExceeded"): 503,
+    ("rest-xml", "SlowDown"): 503,
 }
 
 
@@ -227,10 +249,17 @@ def status_for(service_model: Any, code: str) -> int:
     status = declared_status(service_model, code)
     if status is not None:
         return status
+    by_protocol = PROTOCOL_ERRORS.get((str(service_model.protocol), code))
+    if by_protocol is not None:
+        return by_protocol
     if code in COMMON_ERRORS:
         return COMMON_ERRORS[code][0]
-    if code.endswith(("InternalFailure", "ServerError", "ServerException")):
+    if code.endswith(("InternalFailure", "InternalError", "ServerError", "ServerException")):
         return 500
+    if code.startswith("ServiceUnavailable"):
+        return 503
+    if code.endswith("AccessDenied"):
+        return 403
     return 400
 
 
@@ -256,10 +285,13 @@ def validation_error_code(service_model: Any) -> str:
 
 
 def _default_message(code: str) -> str:
-    if "Throttl" in code or code in {"RequestLimitExceeded", "TooManyRequestsException"}:
+    if "Throttl" in code or code in {"RequestLimitExceeded", "TooManyRequestsException",
+                                     "SlowDown"}:
         return "Rate exceeded"
-    if code in {"InternalFailure", "InternalServerError", "ServerException"}:
+    if code in {"InternalFailure", "InternalServerError", "InternalError", "ServerException"}:
         return "An internal error occurred."
-    if code.startswith("ServiceUnavailable"):
+    if code.startswith("ServiceUnavailable") or code == "Unavailable":
         return "Service is unavailable. Try again later."
+    if code in {"AccessDenied", "UnauthorizedOperation"}:
+        return "Access Denied"
     return code

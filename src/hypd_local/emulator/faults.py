@@ -7,10 +7,13 @@
 
 Each matching request consumes one occurrence; faults for the same operation are consumed in the
 order they were added. ``times=None`` fails every call until ``clear()``. Service names are
-botocore's (``sagemaker``, ``eks``); operation names are the model's (``CreateCluster``) and
-``"*"`` matches every operation of the service. The HTTP status is the one the service model
-declares for the code (EKS ``ThrottlingException`` 429, SageMaker errors 400, ``InternalFailure``
-500...) unless ``status`` is given.
+botocore's (``sagemaker``, ``eks``, ``cloudformation``, ``ec2``, ``s3``, ``sts``...: see
+``middleware.DEFAULT_SERVICES``); operation names are the model's (``CreateCluster``,
+``CreateStack``, ``DescribeVpcs``, ``HeadBucket``) and ``"*"`` matches every operation of the
+service. The HTTP status comes from ``errors.status_for`` (the model's declaration, e.g. EKS
+``ThrottlingException`` 429; EC2 ``RequestLimitExceeded`` 503; ``InternalFailure`` 500;
+``AccessDenied`` 403; else 400) unless ``status`` is given. The error body is the protocol's
+(JSON, query / ec2 / S3 XML).
 
 Emulator-level faults (a creation that ends Failed, an add-on that degrades, a node that turns
 unhealthy) belong to the emulators, not here.
@@ -100,6 +103,11 @@ class Faults:
         """The pending faults as JSON-able dicts, in the order they will fire."""
         with self._lock:
             return [f.to_json() for f in self._faults]
+
+    def has(self, service: str) -> bool:
+        """Whether a fault is pending for ``service`` (any operation)."""
+        with self._lock:
+            return any(f.service == service.lower() for f in self._faults)
 
     def take(self, service: str, operation: str) -> Fault | None:
         """Consume one occurrence of the first fault matching this call, if any."""

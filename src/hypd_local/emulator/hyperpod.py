@@ -188,12 +188,17 @@ class HyperPodEmulator:
             self._fail_next.append((cluster_name, message))
 
     def insufficient_capacity(self, instance_type: str, zone: str, enabled: bool = True) -> None:
-        """AWS has no capacity for ``instance_type`` in ``zone`` until called with False."""
+        """AWS has no capacity for ``instance_type`` in ``zone`` until called with False.
+
+        When capacity returns, the groups of continuous-provisioning clusters that are below
+        their target there launch the missing nodes at once (see ``_provision_continuous``)."""
         with self._lock:
+            self._tick_locked()  # what came due before the change, at the old capacity
             if enabled:
                 self._ice.add((instance_type, zone))
             else:
                 self._ice.discard((instance_type, zone))
+            self._tick_locked()
 
     def set_durations(
         self, durations: HyperPodDurations | None = None, **changes: timedelta
@@ -243,8 +248,18 @@ class HyperPodEmulator:
         with self._lock:
             return self._tick_locked()
 
+    def next_due(self) -> datetime | None:
+        """When the earliest scheduled change strictly after ``clock.now()`` happens (a status,
+        health or message step, or a cluster event), or None when nothing is scheduled.
+        Training plans change status by the clock alone and emit nothing: they do not count."""
+        with self._lock:
+            now = self._now()
+            times = [t for c in self._clusters.values() if (t := c.next_change(now)) is not None]
+            return min(times, default=None)
+
     def _tick_locked(self) -> int:
         now = self._now()
+        self._provision_continuous(now)
         items: list[tuple[datetime, int, str, dict[str, Any], str]] = []
         for c in list(self._clusters.values()):
             for prev, step in c.status.due(now):
@@ -565,6 +580,30 @@ class HyperPodEmulator:
             if ident in (n.instance_id, n.logical_id):
                 return n
         return None
+
+    def _provision_continuous(self, now: datetime) -> None:
+        """Continuous provisioning keeps trying to reach the target count: a group of a
+        continuous cluster with fewer nodes than its target (it was short of capacity at create
+        or update) launches the missing ones as soon as its instance type has capacity in its
+        zone again. They boot like any launch (Pending, then Running after ``node_boot``; deep
+        health checks if the group asks for them) and emit the same cluster events. Clusters
+        and groups that are failing or being deleted are left alone."""
+        for c in self._clusters.values():
+            if not c.continuous or c.status.at(now) is None:
+                continue
+            if c.status.last() in (None, "Failed", "Deleting"):
+                continue
+            for g in c.groups.values():
+                if g.status.at(now) is None or g.status.last() in (None, "Failed", "Deleting"):
+                    continue
+                if self._capacity_short(g):
+                    continue
+                # nodes that are up or on their way (not terminating, not gone)
+                planned = sum(1 for n in c.nodes.values()
+                              if n.group == g.name and n.status.last() is not None)
+                missing = (g.target.at(now) or 0) - planned
+                if missing > 0:
+                    self._launch(c, g, missing, now)
 
     def _capacity_short(self, g: Group) -> bool:
         return (g.instance_type, g.zone) in self._ice and not g.spec.get("TrainingPlanArn")

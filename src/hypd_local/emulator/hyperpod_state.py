@@ -86,6 +86,13 @@ class Timeline(Generic[T]):
     def ends_gone(self) -> bool:
         return bool(self.steps) and self.steps[-1].value is None
 
+    def next_after(self, t: datetime) -> datetime | None:
+        """The time of the first step strictly after ``t`` (None: nothing planned after it)."""
+        for step in self.steps:
+            if step.at > t:
+                return step.at
+        return None
+
     def due(self, now: datetime) -> list[tuple[T | None, Step[T]]]:
         """(previous value, step) for every step not yet emitted whose time has come."""
         out: list[tuple[T | None, Step[T]]] = []
@@ -165,6 +172,17 @@ class Cluster:
     @property
     def continuous(self) -> bool:
         return self.spec.get("NodeProvisioningMode") == "Continuous"
+
+    def next_change(self, t: datetime) -> datetime | None:
+        """The earliest step or notice of this cluster, its groups and nodes after ``t``."""
+        lines: list[Timeline[Any]] = [self.status, self.failure, self.autoscaling_status]
+        for g in self.groups.values():
+            lines += [g.status, g.target]
+        for n in self.nodes.values():
+            lines += [n.status, n.message, n.health, n.software]
+        times = [at for line in lines if (at := line.next_after(t)) is not None]
+        times += [n.at for n in self.notices if n.at > t]
+        return min(times, default=None)
 
     def live_groups(self, t: datetime) -> list[Group]:
         return [g for g in self.groups.values() if g.status.at(t) is not None]

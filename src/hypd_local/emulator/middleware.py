@@ -1,21 +1,27 @@
 """A WSGI middleware in front of moto: emulated operations go to the emulators, the rest to moto.
 
-For each request it finds the service (SageMaker: ``X-Amz-Target: SageMaker.<Op>``; rest-json
-services such as EKS: the SigV4 credential scope ``.../<region>/<signing name>/aws4_request`` in
-the ``Authorization`` header or ``X-Amz-Credential`` query parameter, else the Host
-``<endpointPrefix>.<region>.amazonaws.com``) and the operation (the protocol layer). Then:
+For each request it finds the service (json services such as SageMaker: ``X-Amz-Target:
+<targetPrefix>.<Op>``; every other protocol: the SigV4 credential scope
+``.../<region>/<signing name>/aws4_request`` in the ``Authorization`` header or
+``X-Amz-Credential`` query parameter, else the Host ``<endpointPrefix>.<region>.amazonaws.com``)
+and the operation (the protocol layer: the target, the method and path for rest-json / rest-xml,
+``Action=`` in the query string or form body for query / ec2). Then:
 
-1. an injected fault for (service, operation) answers with its error, whether or not the
-   operation is emulated;
+1. an injected fault for (service, operation) answers with its error in the protocol's format,
+   whether or not the operation is emulated;
 2. if ``emulators[service]`` has a method named after the operation in snake_case
    (``create_cluster``), the request is parsed, validated against the model, passed to the method
    as a dict and its result serialised; ``AwsError`` becomes the protocol's error response, any
    other exception a 500 ``InternalFailure`` (logged with its traceback);
 3. otherwise the request goes to moto unchanged (the body is replayed if it was read).
+
+A query / ec2 request's body is read (to find ``Action=``) only while a fault is pending for its
+service; then it is put back byte for byte for moto.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import re
@@ -45,15 +51,23 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/]+)/([^/]+)/aws4_request")
 _QUERY_SCOPE = re.compile(r"^[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request$")
 
-DEFAULT_SERVICES = ("sagemaker", "eks")
+# The services the control plane calls (faults can be injected into each of them).
+DEFAULT_SERVICES = ("sagemaker", "eks", "cloudformation", "ec2", "s3", "sts", "iam", "dynamodb",
+                    "stepfunctions", "fsx")
+
+
+@functools.cache
+def _default_protocol(service: str) -> Protocol:
+    """The protocol of ``service`` from botocore's default models (built once per process)."""
+    return protocol_for(botocore.session.get_session().get_service_model(service))
 
 
 class EmulatorMiddleware:
     """WSGI app: ``EmulatorMiddleware(moto_app, emulators={"sagemaker": hp, "eks": eks}, ...)``.
 
     ``services`` are the botocore service names whose requests are recognised (for faults and
-    dispatch): by default SageMaker, EKS and every key of ``emulators``; only ``json`` and
-    ``rest-json`` services are supported.
+    dispatch): by default ``DEFAULT_SERVICES`` and every key of ``emulators``. Services of every
+    protocol can be faulted; only ``json`` and ``rest-json`` ones can be emulated.
     """
 
     def __init__(
@@ -66,13 +80,14 @@ class EmulatorMiddleware:
         account_id: str,
         services: Iterable[str] | None = None,
         session: Any = None,
+        after_dispatch: Callable[[], None] | None = None,
     ) -> None:
         self.app = app
+        self.after_dispatch = after_dispatch
         self.emulators = dict(emulators)
         self.faults = faults if faults is not None else Faults()
         self.region = region
         self.account_id = account_id
-        session = session or botocore.session.get_session()
         names = list(services if services is not None else DEFAULT_SERVICES)
         names += [n for n in self.emulators if n not in names]
         self.protocols: dict[str, Protocol] = {}
@@ -80,8 +95,13 @@ class EmulatorMiddleware:
         self._by_signing: dict[str, str] = {}
         self._by_prefix: dict[str, str] = {}
         for name in names:
-            model = session.get_service_model(name)
-            self.protocols[name] = protocol_for(model)
+            protocol = (protocol_for(session.get_service_model(name)) if session is not None
+                        else _default_protocol(name))
+            if name in self.emulators and not protocol.dispatchable:
+                raise ValueError(f"{name} ({protocol.name} protocol) cannot be emulated, only "
+                                 "faulted")
+            self.protocols[name] = protocol
+            model = protocol.model
             if model.protocol == "json":
                 self._by_target[str(model.metadata["targetPrefix"])] = name
             else:
@@ -119,22 +139,37 @@ class EmulatorMiddleware:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
                  ) -> Iterable[bytes]:
         request = HttpRequest.from_environ(environ)
-        routed = self.route(request)
-        if routed is None:
+        service = self.service_of(request)
+        if service is None:
             return self.app(environ, start_response)
-        service, operation = routed
         protocol = self.protocols[service]
-        fault = self.faults.error_for(protocol.model, operation)
         emulator = self.emulators.get(service)
+        if protocol.reads_body:
+            if emulator is None and not self.faults.has(service):
+                return self.app(environ, start_response)
+            request.body = _read_body(environ)
+        operation = protocol.identify(request)
+        if operation is None:
+            return self.app(environ, start_response)
+        fault = self.faults.error_for(protocol.model, operation)
         method = getattr(emulator, xform_name(operation), None) if emulator is not None else None
         if fault is None and not callable(method):
             return self.app(environ, start_response)
-        request.body = _read_body(environ)
+        if not protocol.reads_body:
+            request.body = _read_body(environ)
         if fault is not None:
             LOG.info("fault injected: %s %s -> %s", service, operation, fault.code)
-            return _respond(start_response, protocol.serialize_error(fault))
+            response = protocol.serialize_error(fault)
+            if request.method == "HEAD":  # no body: botocore takes the code from the status
+                response.body = b""
+            return _respond(start_response, response)
         assert method is not None
-        return _respond(start_response, self.dispatch(service, operation, request, method))
+        try:
+            response = self.dispatch(service, operation, request, method)
+        finally:
+            if self.after_dispatch is not None:
+                self.after_dispatch()
+        return _respond(start_response, response)
 
     def dispatch(self, service: str, operation: str, request: HttpRequest,
                  method: Callable[[dict[str, Any]], Any]) -> HttpResponse:
@@ -173,7 +208,8 @@ def _read_body(environ: dict[str, Any]) -> bytes:
         ):
             body = stream.read()
     environ["wsgi.input"] = io.BytesIO(body)
-    environ["CONTENT_LENGTH"] = str(len(body))
+    if body or environ.get("CONTENT_LENGTH"):
+        environ["CONTENT_LENGTH"] = str(len(body))
     return bytes(body)
 
 

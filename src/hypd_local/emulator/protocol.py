@@ -1,4 +1,8 @@
-"""Request parsing and response serialisation for botocore's ``json`` and ``rest-json`` protocols.
+"""Request parsing and response serialisation for botocore's protocols, driven by the models.
+
+``json`` and ``rest-json`` are complete (requests parsed, responses and errors serialised:
+emulators serve them); ``query``, ``ec2`` and ``rest-xml`` only identify the operation of a
+request and serialise errors, which is what injected faults need.
 
 Everything is driven by a botocore ``ServiceModel``:
 
@@ -9,6 +13,10 @@ Everything is driven by a botocore ``ServiceModel``:
   and greedy ``{label+}`` segments, static query keys); input members come from URI labels, the
   query string, headers and the JSON body (or a ``payload`` member) as their ``location`` says;
   output members go to the status code, headers and the body the same way.
+- ``query`` (CloudFormation, STS, IAM) and ``ec2``: ``Action=<Operation>`` in the query string or
+  the form-encoded body; errors are ``<ErrorResponse>`` / EC2's ``<Response><Errors>`` XML.
+- ``rest-xml`` (S3): as rest-json for routing (plus virtual-host style buckets and required
+  header / query members to tell apart operations sharing a URI); errors are ``<Error>`` XML.
 
 Wire names are the model's ``locationName`` (``serialization["name"]``) where it has one.
 Timestamps are parsed to aware UTC ``datetime`` and written as epoch seconds in JSON bodies,
@@ -25,14 +33,16 @@ import base64
 import binascii
 import calendar
 import email.utils
+import functools
 import json
 import re
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote
+from urllib.parse import parse_qsl, quote, unquote, unquote_plus
+from xml.sax.saxutils import escape as xml_escape
 
 from hypd_local.emulator.errors import AwsError
 
@@ -275,15 +285,26 @@ def _load_json_body(body: bytes) -> Any:
 
 
 class Protocol:
-    """Common part of the json and rest-json protocols."""
+    """Common part of the protocols.
+
+    ``reads_body``: ``identify`` needs the request body (query / ec2: ``Action=`` may be in a
+    form-encoded body). ``dispatchable``: ``parse`` and ``serialize`` are implemented, so an
+    emulator can serve the service; the XML protocols only identify operations and answer
+    errors (for injected faults).
+    """
 
     name = ""
+    reads_body = False
+    dispatchable = True
 
     def __init__(self, service_model: Any) -> None:
         self.model = service_model
-        self.operations: dict[str, Any] = {
-            op: service_model.operation_model(op) for op in service_model.operation_names
-        }
+        self.operation_names: frozenset[str] = frozenset(service_model.operation_names)
+
+    @functools.cached_property
+    def operations(self) -> dict[str, Any]:
+        """Operation models by name (built on first use: EC2 has hundreds)."""
+        return {op: self.model.operation_model(op) for op in self.model.operation_names}
 
     def identify(self, request: HttpRequest) -> str | None:
         """The operation this request calls, or None if it is not one of this service's."""
@@ -345,7 +366,8 @@ class JsonProtocol(Protocol):
     def identify(self, request: HttpRequest) -> str | None:
         target = request.headers.get("x-amz-target", "")
         prefix, _, operation = target.rpartition(".")
-        if prefix != self.model.metadata.get("targetPrefix") or operation not in self.operations:
+        if (prefix != self.model.metadata.get("targetPrefix")
+                or operation not in self.operation_names):
             return None
         return operation
 
@@ -380,12 +402,26 @@ class _Route:
     labels: tuple[str, ...]
     static_query: tuple[tuple[str, str | None], ...]
     literal_weight: int
+    # required members sent in a header (lower-cased name) or the query string: they tell
+    # operations with the same method and URI apart (S3: PutObject / CopyObject / UploadPart)
+    required_headers: tuple[str, ...] = ()
+    required_query: tuple[str, ...] = ()
+    deprecated: bool = False
+
+    def score(self, request: HttpRequest, query_keys: set[str]) -> tuple[int, bool, int, bool]:
+        """Higher is a better match: literal URI text, then required members present, then
+        not deprecated."""
+        present = sum(1 for h in self.required_headers if h in request.headers)
+        present += sum(1 for q in self.required_query if q in query_keys)
+        wanted = len(self.required_headers) + len(self.required_query)
+        return (self.literal_weight, present == wanted, present, not self.deprecated)
 
 
 _LABEL = re.compile(r"\{([^}]+)\}")
 
 
-def _compile_route(operation: str, http: Mapping[str, Any]) -> _Route:
+def _compile_route(operation: str, operation_model: Any) -> _Route:
+    http: Mapping[str, Any] = operation_model.http
     uri = str(http.get("requestUri", "/"))
     path, _, query = uri.partition("?")
     pattern = ""
@@ -407,21 +443,31 @@ def _compile_route(operation: str, http: Mapping[str, Any]) -> _Route:
         key, sep, value = item.partition("=")
         static.append((key, value if sep else None))
     weight = len(_LABEL.sub("", path)) + 100 * len(static)
+    headers: list[str] = []
+    query_members: list[str] = []
+    shape = operation_model.input_shape
+    for name in shape.required_members if shape is not None else ():
+        member = shape.members[name]
+        location = member.serialization.get("location")
+        if location == "header":
+            headers.append(_wire_name(member, name).lower())
+        elif location == "querystring":
+            query_members.append(_wire_name(member, name))
     return _Route(operation, str(http.get("method", "POST")).upper(),
-                  re.compile(pattern.rstrip("/") + "/?"), tuple(labels), tuple(static), weight)
+                  re.compile(pattern.rstrip("/") + "/?"), tuple(labels), tuple(static), weight,
+                  tuple(headers), tuple(query_members), bool(operation_model.deprecated))
 
 
-class RestJsonProtocol(Protocol):
-    """REST-JSON, e.g. EKS."""
-
-    name = "rest-json"
+class _RestProtocol(Protocol):
+    """Operations found from the method and ``http.requestUri`` (rest-json, rest-xml)."""
 
     def __init__(self, service_model: Any) -> None:
         super().__init__(service_model)
-        self.routes = [_compile_route(op, om.http) for op, om in self.operations.items()]
+        self.routes = [_compile_route(op, om) for op, om in self.operations.items()]
 
     def _match(self, request: HttpRequest) -> tuple[_Route, dict[str, str]] | None:
         best: tuple[_Route, dict[str, str]] | None = None
+        best_score: tuple[int, bool, int, bool] | None = None
         query_keys = {k for k, _ in request.query}
         query_pairs = set(request.query)
         for route in self.routes:
@@ -435,14 +481,22 @@ class RestJsonProtocol(Protocol):
                 for key, value in route.static_query
             ):
                 continue
-            values = {label: unquote(found.group(f"l{i}")) for i, label in enumerate(route.labels)}
-            if best is None or route.literal_weight > best[0].literal_weight:
-                best = (route, values)
+            score = route.score(request, query_keys)
+            if best_score is None or score > best_score:
+                values = {label: unquote(found.group(f"l{i}"))
+                          for i, label in enumerate(route.labels)}
+                best, best_score = (route, values), score
         return best
 
     def identify(self, request: HttpRequest) -> str | None:
         found = self._match(request)
         return found[0].operation if found else None
+
+
+class RestJsonProtocol(_RestProtocol):
+    """REST-JSON, e.g. EKS."""
+
+    name = "rest-json"
 
     def parse(self, request: HttpRequest, operation_name: str) -> dict[str, Any]:
         operation = self.operations[operation_name]
@@ -563,14 +617,125 @@ class RestJsonProtocol(Protocol):
         return HttpResponse(status, headers, json.dumps(_to_json(shape, values) or {}).encode())
 
 
+# --- XML protocols: operations identified, errors answered (for injected faults) ------------
+
+_ACTION = re.compile(rb"(?:^|&)Action=([^&]*)")
+_FORM = "application/x-www-form-urlencoded"
+
+
+def _xml_text(value: str) -> str:
+    return xml_escape(value, {'"': "&quot;"})
+
+
+class QueryProtocol(Protocol):
+    """AWS Query (CloudFormation, STS, IAM): ``Action=<Operation>`` in the query string or the
+    form-encoded body; errors are ``<ErrorResponse><Error><Type>Sender|Receiver</Type><Code>
+    <Message></Error><RequestId></ErrorResponse>``."""
+
+    name = "query"
+    reads_body = True
+    dispatchable = False
+
+    def identify(self, request: HttpRequest) -> str | None:
+        action = _action_of(request)
+        return action if action in self.operation_names else None
+
+    def serialize_error(self, error: AwsError, request_id: str | None = None) -> HttpResponse:
+        rid = request_id or new_request_id()
+        namespace = self.model.metadata.get("xmlNamespace")
+        xmlns = f' xmlns="{_xml_text(str(namespace))}"' if namespace else ""
+        kind = "Sender" if error.sender_fault else "Receiver"
+        body = (f"<ErrorResponse{xmlns}><Error><Type>{kind}</Type>"
+                f"<Code>{_xml_text(error.code)}</Code>"
+                f"<Message>{_xml_text(error.message)}</Message></Error>"
+                f"<RequestId>{_xml_text(rid)}</RequestId></ErrorResponse>")
+        headers = [("Content-Type", "text/xml"), ("x-amzn-RequestId", rid)]
+        return HttpResponse(error.status, headers, body.encode("utf-8"))
+
+
+class Ec2Protocol(QueryProtocol):
+    """EC2's query dialect: the same requests; errors are ``<Response><Errors><Error><Code>
+    <Message></Error></Errors><RequestID></Response>``."""
+
+    name = "ec2"
+
+    def serialize_error(self, error: AwsError, request_id: str | None = None) -> HttpResponse:
+        rid = request_id or new_request_id()
+        body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+                f"<Code>{_xml_text(error.code)}</Code>"
+                f"<Message>{_xml_text(error.message)}</Message></Error></Errors>"
+                f"<RequestID>{_xml_text(rid)}</RequestID></Response>")
+        headers = [("Content-Type", "text/xml;charset=UTF-8"), ("x-amzn-RequestId", rid)]
+        return HttpResponse(error.status, headers, body.encode("utf-8"))
+
+
+def _action_of(request: HttpRequest) -> str | None:
+    for key, value in request.query:
+        if key == "Action":
+            return value
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if request.method != "POST" or content_type not in ("", _FORM):
+        return None
+    found = _ACTION.search(request.body)
+    if found is None:
+        return None
+    return unquote_plus(found.group(1).decode("utf-8", "replace"))
+
+
+# ``<bucket>.s3[.<region>].amazonaws.com`` and moto's ``<bucket>.localhost``
+_VIRTUAL_HOST = re.compile(
+    r"^(?P<bucket>.+?)\.(?:s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com(?:\.cn)?|localhost)$")
+
+
+class RestXmlProtocol(_RestProtocol):
+    """REST-XML (S3): the operation from the method, the path (path style ``/bucket/key`` or
+    virtual-host style ``bucket.s3.<region>.amazonaws.com/key``), the model's static query keys
+    (``?list-type=2``, ``?tagging``) and required header / query members (``x-amz-copy-source``,
+    ``uploadId``); errors are ``<Error><Code><Message><RequestId></Error>``. A HEAD response
+    has no body: botocore then makes the code from the status (403 -> ``"403"``)."""
+
+    name = "rest-xml"
+    dispatchable = False
+
+    def identify(self, request: HttpRequest) -> str | None:
+        host = request.headers.get("host", "").split(":")[0].lower()
+        virtual = _VIRTUAL_HOST.match(host)
+        if virtual is not None:
+            path = request.path if request.path != "/" else ""
+            request = replace(request, path="/" + quote(virtual.group("bucket"), safe="") + path)
+        return super().identify(request)
+
+    def serialize_error(self, error: AwsError, request_id: str | None = None) -> HttpResponse:
+        rid = request_id or new_request_id()
+        host_id = base64.b64encode(uuid.uuid4().bytes * 2).decode("ascii")
+        body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error>'
+                f"<Code>{_xml_text(error.code)}</Code>"
+                f"<Message>{_xml_text(error.message)}</Message>"
+                f"<RequestId>{_xml_text(rid)}</RequestId>"
+                f"<HostId>{host_id}</HostId></Error>")
+        headers = [("Content-Type", "application/xml"), ("x-amz-request-id", rid),
+                   ("x-amz-id-2", host_id)]
+        return HttpResponse(error.status, headers, body.encode("utf-8"))
+
+
+_PROTOCOLS: dict[str, type[Protocol]] = {
+    "json": JsonProtocol,
+    "rest-json": RestJsonProtocol,
+    "query": QueryProtocol,
+    "ec2": Ec2Protocol,
+    "rest-xml": RestXmlProtocol,
+}
+
+
 def protocol_for(service_model: Any) -> Protocol:
-    """The protocol implementation for this service model (json or rest-json)."""
-    protocol = service_model.protocol
-    if protocol == "json":
-        return JsonProtocol(service_model)
-    if protocol == "rest-json":
-        return RestJsonProtocol(service_model)
-    raise ValueError(f"protocol {protocol!r} of {service_model.service_name} is not supported")
+    """The protocol implementation for this service model.
+
+    json and rest-json parse and serialize (emulators serve them); query, ec2 and rest-xml
+    only identify operations and serialize errors (injected faults)."""
+    protocol = str(service_model.protocol)
+    if protocol not in _PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r} of {service_model.service_name} is not supported")
+    return _PROTOCOLS[protocol](service_model)
 
 
 def header_items(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -21,6 +21,9 @@ class ResourceType:
     verbs: tuple[str, ...] = ALL_VERBS
     crd: bool = False
     singular: str = field(default="")
+    # DELETE answers with the deleted object instead of a Status (the API server's
+    # ReturnDeletedObject, which the official client's return types follow).
+    returns_deleted: bool = False
 
     @property
     def api_version(self) -> str:
@@ -57,9 +60,17 @@ class ResourceType:
         return entries
 
 
-def _t(group: str, version: str, plural: str, kind: str, namespaced: bool = True,
-       short: tuple[str, ...] = (), status: bool = False, all_category: bool = False,
-       ) -> ResourceType:
+def _t(
+    group: str,
+    version: str,
+    plural: str,
+    kind: str,
+    namespaced: bool = True,
+    short: tuple[str, ...] = (),
+    status: bool = False,
+    all_category: bool = False,
+    returns_deleted: bool = False,
+) -> ResourceType:
     return ResourceType(
         group=group,
         version=version,
@@ -69,22 +80,59 @@ def _t(group: str, version: str, plural: str, kind: str, namespaced: bool = True
         short_names=short,
         subresources=("status",) if status else (),
         categories=("all",) if all_category else (),
+        returns_deleted=returns_deleted,
     )
 
 
 BUILTIN: tuple[ResourceType, ...] = (
     _t("", "v1", "namespaces", "Namespace", False, ("ns",), status=True),
     _t("", "v1", "nodes", "Node", False, ("no",), status=True),
-    _t("", "v1", "pods", "Pod", short=("po",), status=True, all_category=True),
-    _t("", "v1", "services", "Service", short=("svc",), status=True, all_category=True),
+    _t(
+        "", "v1", "pods", "Pod", short=("po",), status=True, all_category=True, returns_deleted=True
+    ),
+    _t(
+        "",
+        "v1",
+        "services",
+        "Service",
+        short=("svc",),
+        status=True,
+        all_category=True,
+        returns_deleted=True,
+    ),
     _t("", "v1", "endpoints", "Endpoints", short=("ep",)),
     _t("", "v1", "configmaps", "ConfigMap", short=("cm",)),
     _t("", "v1", "secrets", "Secret"),
-    _t("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
-    _t("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), status=True),
-    _t("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short=("pvc",), status=True),
+    _t("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",), returns_deleted=True),
+    _t(
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        False,
+        ("pv",),
+        status=True,
+        returns_deleted=True,
+    ),
+    _t(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        short=("pvc",),
+        status=True,
+        returns_deleted=True,
+    ),
     _t("", "v1", "events", "Event", short=("ev",)),
-    _t("", "v1", "resourcequotas", "ResourceQuota", short=("quota",), status=True),
+    _t(
+        "",
+        "v1",
+        "resourcequotas",
+        "ResourceQuota",
+        short=("quota",),
+        status=True,
+        returns_deleted=True,
+    ),
     _t("", "v1", "limitranges", "LimitRange", short=("limits",)),
     _t("apps", "v1", "deployments", "Deployment", short=("deploy",), status=True,
        all_category=True),

@@ -2,7 +2,8 @@
 
 Objects are kept by (group, resource) -> namespace ("" when cluster-scoped) -> name, whatever
 their kind: no per-kind code paths except the few the API server itself special-cases
-(namespaces, CRDs, secrets' ``stringData``). One lock serialises every write; ``resourceVersion``
+(namespaces, CRDs, secrets' ``stringData``) and the one controller a pipeline relies on:
+PersistentVolumeClaim binding (`volumes`). One lock serialises every write; ``resourceVersion``
 is a global counter as in etcd.
 """
 
@@ -22,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from hypd_local.kube import apply as ssa
+from hypd_local.kube import volumes
 from hypd_local.kube.errors import (
     KubeError,
     already_exists,
@@ -47,6 +49,7 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_NAMED = frozenset({"namespaces", "services"})
+_VOLUME_PLURALS = ("persistentvolumes", "persistentvolumeclaims")
 
 
 class Clock(Protocol):
@@ -229,8 +232,28 @@ class ObjectStore:
             "storedVersions": [v["name"] for v in spec.get("versions") or [] if v.get("storage")],
         }
 
+    def _reconcile_volumes(self) -> None:
+        """Run the PersistentVolume controller's binding (`volumes.reconcile`) over every
+        volume and claim; whatever it changed gets a new resourceVersion."""
+        claims = {
+            (namespace, name): entry
+            for namespace, bucket in self._objects.get(("", "persistentvolumeclaims"), {}).items()
+            for name, entry in bucket.items()
+        }
+        pvs = self._objects.get(("", "persistentvolumes"), {}).get("", {})
+        entries = [*pvs.values(), *claims.values()]
+        before = [copy.deepcopy(entry.obj) for entry in entries]
+        volumes.reconcile(
+            {name: e.obj for name, e in pvs.items()}, {key: e.obj for key, e in claims.items()}
+        )
+        for entry, old in zip(entries, before, strict=True):
+            if entry.obj != old:
+                entry.obj["metadata"]["resourceVersion"] = self._next_rv()
+
     def _after_write(self, rtype: ResourceType, entry: _Entry) -> None:
-        if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
+        if not rtype.group and rtype.plural in _VOLUME_PLURALS:
+            self._reconcile_volumes()
+        elif rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             self._crd_status(entry.obj)
             self._refresh_crds()
         elif not rtype.group and rtype.plural == "secrets":
@@ -504,10 +527,14 @@ class ObjectStore:
             plural = (spec.get("names") or {}).get("plural", "")
             self._objects.pop((spec.get("group", ""), plural), None)
             self._refresh_crds()
+        if not rtype.group and rtype.plural in (*_VOLUME_PLURALS, "namespaces"):
+            self._reconcile_volumes()  # a claim's volume is Released, a volume's claim Lost
 
-    def delete(self, rtype: ResourceType, namespace: str | None, name: str
-               ) -> tuple[dict[str, Any], bool]:
-        """Delete; returns (body, gone): the object if finalizers hold it, else a Status."""
+    def delete(
+        self, rtype: ResourceType, namespace: str | None, name: str
+    ) -> tuple[dict[str, Any], bool]:
+        """Delete; returns (body, gone): the object if finalizers hold it or its type returns
+        deleted objects, else a Status."""
         with self._lock:
             entry = self._entry(rtype, namespace, name)
             metadata = entry.obj["metadata"]
@@ -517,8 +544,11 @@ class ObjectStore:
                     metadata["deletionGracePeriodSeconds"] = 0
                     metadata["resourceVersion"] = self._next_rv()
                 return self._view(rtype, entry), False
+            deleted = self._view(rtype, entry)
             self._remove(rtype, namespace, name)
             self._next_rv()
+            if rtype.returns_deleted:
+                return deleted, True
             return {
                 "kind": "Status",
                 "apiVersion": "v1",

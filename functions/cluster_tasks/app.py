@@ -1,0 +1,47 @@
+"""Cluster tasks function: the tasks of the create-cluster pipeline (see hypd.create.tasks)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from hypd.aws.clients import client
+from hypd.aws.dynamodb import Table
+from hypd.clusters.store import ClusterStore
+from hypd.config import Settings
+from hypd.create.tasks import CreateServices, CreateSettings, build_router
+from hypd.create.waiters import WaiterStore
+from hypd.observability import task_handler
+from hypd.operations.locks import LockStore
+from hypd.operations.store import OperationStore
+
+SETTINGS = Settings.from_env()
+_table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
+
+
+@functools.cache
+def _client(service: str) -> Any:
+    # Created on first use: a task pays only for the clients it needs.
+    return client(service, SETTINGS.region)
+
+
+handler = task_handler(
+    build_router(
+        CreateServices(
+            operations=OperationStore(_table),
+            clusters=ClusterStore(_table),
+            locks=LockStore(_table),
+            waiters=WaiterStore(_table),
+            client=_client,
+            settings=CreateSettings(
+                region=SETTINGS.region,
+                eks_cluster_role_arn=os.environ["EKS_CLUSTER_ROLE_ARN"],
+                hyperpod_execution_role_arn=os.environ["HYPERPOD_EXECUTION_ROLE_ARN"],
+                s3_csi_driver_role_arn=os.environ.get("S3_CSI_DRIVER_ROLE_ARN") or None,
+                network_stack_role_arn=os.environ.get("NETWORK_STACK_ROLE_ARN") or None,
+                dependency_chart=os.environ["DEPENDENCY_CHART"],
+            ),
+        )
+    )
+)

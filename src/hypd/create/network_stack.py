@@ -1,0 +1,493 @@
+"""The `network` stage of the create pipeline: the cluster's VPC as one CloudFormation stack.
+
+The stack `hypd-{tag}-network` holds a /16 VPC with an internet gateway, two public /24s (the
+NAT gateway, load balancers), two private /24s for the EKS control plane in two zones (default
+route through one NAT gateway), an S3 gateway endpoint on the private route tables and the
+cluster's security group. HyperPod compute /20s are not in the stack: `hypd.network.
+ensure_compute_subnet` carves them from the free space below the /24s afterwards.
+
+Inspect before create: `ensure_network_stack` reuses a stack that exists, reports one that is
+being created as not ready, and raises `NetworkStackFailed` for one that failed. The state
+machine waits (`next_check_seconds`) and checks with `read_network_stack`. See
+docs/network.md ("The network stack").
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hypd.aws import cloudformation as cfn_api
+from hypd.aws.cloudformation import Stack
+from hypd.clusters.models import HYPD_TAG_KEY
+from hypd.errors import PermanentError
+
+__all__ = [
+    "EXPECTED_STACK_SECONDS",
+    "NetworkStack",
+    "NetworkStackFailed",
+    "NotEnoughZones",
+    "UnknownZone",
+    "control_plane_zones",
+    "delete_failed_stack",
+    "ensure_network_stack",
+    "network_stack_template",
+    "next_check_seconds",
+    "read_network_stack",
+    "stack_name",
+]
+
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+STACK_TIMEOUT_MINUTES = 30
+"""CloudFormation fails (and rolls back) a creation that takes longer, so waiting ends."""
+
+EXPECTED_STACK_SECONDS = 180
+"""A VPC stack with a NAT gateway takes about three minutes on AWS (the NAT gateway most)."""
+MIN_CHECK_SECONDS = 15
+MAX_CHECK_SECONDS = 60
+
+TAG_ROLE = "hypd:role"
+TAG_AVAILABILITY_ZONE = "hypd:availability-zone"
+
+READY_STATUSES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"})
+"""The stack's resources exist and its outputs are current."""
+IN_PROGRESS_STATUSES = frozenset(
+    {
+        "CREATE_IN_PROGRESS",
+        "UPDATE_IN_PROGRESS",
+        "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
+        "UPDATE_ROLLBACK_IN_PROGRESS",
+        "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS",
+    }
+)
+"""Worth waiting for: the stack will end in a ready status (or a failed one)."""
+REPLACEABLE_STATUSES = frozenset({"ROLLBACK_COMPLETE", "CREATE_FAILED", "ROLLBACK_FAILED"})
+"""A creation that failed: the stack serves nothing and only the retry path may delete it."""
+_OUTPUTS = ("VpcId", "ControlPlaneSubnetIds", "SecurityGroupId", "NatGatewayId", "S3EndpointId")
+
+
+# ---------------------------------------------------------------------------- errors
+class NetworkStackFailed(PermanentError):
+    """The network stack failed (or is being deleted); `details.awsErrorCode` is its status."""
+
+    code = "NetworkStackFailed"
+
+
+class NotEnoughZones(PermanentError):
+    """EKS needs control-plane subnets in two zones and the Region offers only one."""
+
+    code = "NotEnoughZones"
+
+
+class UnknownZone(PermanentError):
+    """The cluster's zone is not one of the Region's available zones."""
+
+    code = "UnknownZone"
+
+
+# ---------------------------------------------------------------------------- model
+class NetworkStack(BaseModel):
+    """The stack's state; the ids are None until it is ready."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    ready: bool
+    status: str
+    stack_name: str = Field(alias="stackName")
+    stack_id: str | None = Field(default=None, alias="stackId")
+    vpc_id: str | None = Field(default=None, alias="vpcId")
+    control_plane_subnet_ids: list[str] = Field(default_factory=list, alias="controlPlaneSubnetIds")
+    public_subnet_ids: list[str] = Field(default_factory=list, alias="publicSubnetIds")
+    security_group_id: str | None = Field(default=None, alias="securityGroupId")
+    nat_gateway_id: str | None = Field(default=None, alias="natGatewayId")
+    s3_endpoint_id: str | None = Field(default=None, alias="s3EndpointId")
+
+
+# ---------------------------------------------------------------------------- pure parts
+def stack_name(tag: str) -> str:
+    return f"hypd-{tag}-network"
+
+
+def control_plane_zones(cluster_zone: str, region_zones: Sequence[str]) -> tuple[str, str]:
+    """The cluster's zone and the next zone of the Region in sorted order (wrapping around).
+
+    Raises:
+        UnknownZone: `cluster_zone` is not among `region_zones`.
+        NotEnoughZones: the Region has a single zone, and EKS needs two.
+    """
+    zones = sorted(set(region_zones))
+    if cluster_zone not in zones:
+        raise UnknownZone(
+            f"Availability Zone {cluster_zone} is not an available zone of the Region "
+            f"({', '.join(zones) or 'none'})",
+            details={"availabilityZone": cluster_zone, "regionZones": zones},
+        )
+    if len(zones) < 2:
+        raise NotEnoughZones(
+            f"EKS needs control-plane subnets in two Availability Zones; the Region offers "
+            f"only {cluster_zone}",
+            details={"availabilityZone": cluster_zone, "regionZones": zones},
+        )
+    other = zones[(zones.index(cluster_zone) + 1) % len(zones)]
+    return cluster_zone, other
+
+
+def stack_blocks(vpc_cidr: str = DEFAULT_VPC_CIDR) -> dict[str, str]:
+    """The stack's four /24s, in the VPC's last /20 so compute /20s fill from the bottom.
+
+    For 10.0.0.0/16: control plane 10.0.240.0/24 and 10.0.241.0/24, public 10.0.242.0/24 and
+    10.0.243.0/24; the fifteen /20s 10.0.0.0/20 ... 10.0.224.0/20 stay free for compute.
+    """
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    if not 16 <= vpc.prefixlen <= 19:
+        raise ValueError(f"the VPC CIDR must be a /16 to /19, not {vpc_cidr}")
+    last_20 = list(vpc.subnets(new_prefix=20))[-1]
+    blocks = [str(block) for block in list(last_20.subnets(new_prefix=24))[:4]]
+    return {
+        "ControlPlane1": blocks[0],
+        "ControlPlane2": blocks[1],
+        "Public1": blocks[2],
+        "Public2": blocks[3],
+    }
+
+
+def _tags(tag: str, name: str, **extra: str) -> list[dict[str, str]]:
+    values = {"Name": name, HYPD_TAG_KEY: tag, **extra}
+    return [{"Key": key, "Value": value} for key, value in values.items()]
+
+
+def network_stack_template(
+    tag: str, zones: Sequence[str], *, vpc_cidr: str = DEFAULT_VPC_CIDR
+) -> dict[str, Any]:
+    """The network stack's CloudFormation template (serialise it with `json.dumps`).
+
+    `zones` are the two control-plane zones, the cluster's first (`control_plane_zones`).
+    """
+    if len(zones) != 2 or zones[0] == zones[1]:
+        raise ValueError(f"the network stack needs two different zones, not {list(zones)}")
+    blocks = stack_blocks(vpc_cidr)
+    prefix = f"hypd-{tag}"
+    vpc = {"Ref": "Vpc"}
+    resources: dict[str, Any] = {
+        "Vpc": {
+            "Type": "AWS::EC2::VPC",
+            "Properties": {
+                "CidrBlock": vpc_cidr,
+                "EnableDnsSupport": True,
+                "EnableDnsHostnames": True,
+                "Tags": _tags(tag, f"{prefix}-vpc"),
+            },
+        },
+        "InternetGateway": {
+            "Type": "AWS::EC2::InternetGateway",
+            "Properties": {"Tags": _tags(tag, f"{prefix}-igw")},
+        },
+        "InternetGatewayAttachment": {
+            "Type": "AWS::EC2::VPCGatewayAttachment",
+            "Properties": {"VpcId": vpc, "InternetGatewayId": {"Ref": "InternetGateway"}},
+        },
+        "PublicRouteTable": {
+            "Type": "AWS::EC2::RouteTable",
+            "Properties": {
+                "VpcId": vpc,
+                "Tags": _tags(tag, f"{prefix}-public", **{TAG_ROLE: "public-routes"}),
+            },
+        },
+        "PublicDefaultRoute": {
+            "Type": "AWS::EC2::Route",
+            "DependsOn": "InternetGatewayAttachment",
+            "Properties": {
+                "RouteTableId": {"Ref": "PublicRouteTable"},
+                "DestinationCidrBlock": "0.0.0.0/0",
+                "GatewayId": {"Ref": "InternetGateway"},
+            },
+        },
+        "NatGatewayEip": {
+            "Type": "AWS::EC2::EIP",
+            "DependsOn": "InternetGatewayAttachment",
+            "Properties": {"Domain": "vpc", "Tags": _tags(tag, f"{prefix}-nat")},
+        },
+        "NatGateway": {
+            "Type": "AWS::EC2::NatGateway",
+            "Properties": {
+                "AllocationId": {"Fn::GetAtt": ["NatGatewayEip", "AllocationId"]},
+                "SubnetId": {"Ref": "PublicSubnet1"},
+                "Tags": _tags(
+                    tag,
+                    f"{prefix}-nat",
+                    **{TAG_ROLE: "nat-gateway", TAG_AVAILABILITY_ZONE: zones[0]},
+                ),
+            },
+        },
+        "S3Endpoint": {
+            "Type": "AWS::EC2::VPCEndpoint",
+            "Properties": {
+                "VpcId": vpc,
+                "VpcEndpointType": "Gateway",
+                "ServiceName": {"Fn::Sub": "com.amazonaws.${AWS::Region}.s3"},
+                "RouteTableIds": [
+                    {"Ref": "ControlPlaneRouteTable1"},
+                    {"Ref": "ControlPlaneRouteTable2"},
+                ],
+                "Tags": _tags(tag, f"{prefix}-s3", **{TAG_ROLE: "s3-endpoint"}),
+            },
+        },
+        "ClusterSecurityGroup": {
+            "Type": "AWS::EC2::SecurityGroup",
+            "Properties": {
+                "GroupDescription": f"hypd cluster {tag}: all traffic between members (EFA)",
+                "VpcId": vpc,
+                "SecurityGroupEgress": [
+                    {
+                        "IpProtocol": "-1",
+                        "CidrIp": "0.0.0.0/0",
+                        "Description": "all outbound traffic",
+                    }
+                ],
+                "Tags": _tags(tag, f"{prefix}-cluster", **{TAG_ROLE: "cluster"}),
+            },
+        },
+        "ClusterSecurityGroupSelfIngress": {
+            "Type": "AWS::EC2::SecurityGroupIngress",
+            "Properties": {
+                "GroupId": {"Fn::GetAtt": ["ClusterSecurityGroup", "GroupId"]},
+                "SourceSecurityGroupId": {"Fn::GetAtt": ["ClusterSecurityGroup", "GroupId"]},
+                "IpProtocol": "-1",
+                "Description": "all traffic from members of the group",
+            },
+        },
+        "ClusterSecurityGroupSelfEgress": {
+            "Type": "AWS::EC2::SecurityGroupEgress",
+            "Properties": {
+                "GroupId": {"Fn::GetAtt": ["ClusterSecurityGroup", "GroupId"]},
+                "DestinationSecurityGroupId": {"Fn::GetAtt": ["ClusterSecurityGroup", "GroupId"]},
+                "IpProtocol": "-1",
+                "Description": "all traffic to members of the group (EFA)",
+            },
+        },
+    }
+    for index, zone in enumerate(zones, start=1):
+        resources[f"PublicSubnet{index}"] = {
+            "Type": "AWS::EC2::Subnet",
+            "Properties": {
+                "VpcId": vpc,
+                "AvailabilityZone": zone,
+                "CidrBlock": blocks[f"Public{index}"],
+                "Tags": _tags(
+                    tag,
+                    f"{prefix}-public-{zone}",
+                    **{
+                        TAG_ROLE: "public",
+                        TAG_AVAILABILITY_ZONE: zone,
+                        "kubernetes.io/role/elb": "1",
+                    },
+                ),
+            },
+        }
+        resources[f"PublicSubnet{index}RouteTableAssociation"] = {
+            "Type": "AWS::EC2::SubnetRouteTableAssociation",
+            "Properties": {
+                "SubnetId": {"Ref": f"PublicSubnet{index}"},
+                "RouteTableId": {"Ref": "PublicRouteTable"},
+            },
+        }
+        resources[f"ControlPlaneSubnet{index}"] = {
+            "Type": "AWS::EC2::Subnet",
+            "Properties": {
+                "VpcId": vpc,
+                "AvailabilityZone": zone,
+                "CidrBlock": blocks[f"ControlPlane{index}"],
+                "Tags": _tags(
+                    tag,
+                    f"{prefix}-control-plane-{zone}",
+                    **{TAG_ROLE: "control-plane", TAG_AVAILABILITY_ZONE: zone},
+                ),
+            },
+        }
+        resources[f"ControlPlaneRouteTable{index}"] = {
+            "Type": "AWS::EC2::RouteTable",
+            "Properties": {
+                "VpcId": vpc,
+                "Tags": _tags(
+                    tag,
+                    f"{prefix}-control-plane-{zone}",
+                    **{TAG_ROLE: "control-plane-routes", TAG_AVAILABILITY_ZONE: zone},
+                ),
+            },
+        }
+        resources[f"ControlPlaneDefaultRoute{index}"] = {
+            "Type": "AWS::EC2::Route",
+            "Properties": {
+                "RouteTableId": {"Ref": f"ControlPlaneRouteTable{index}"},
+                "DestinationCidrBlock": "0.0.0.0/0",
+                "NatGatewayId": {"Ref": "NatGateway"},
+            },
+        }
+        resources[f"ControlPlaneSubnet{index}RouteTableAssociation"] = {
+            "Type": "AWS::EC2::SubnetRouteTableAssociation",
+            "Properties": {
+                "SubnetId": {"Ref": f"ControlPlaneSubnet{index}"},
+                "RouteTableId": {"Ref": f"ControlPlaneRouteTable{index}"},
+            },
+        }
+
+    def joined(*logical_ids: str) -> dict[str, Any]:
+        return {"Fn::Join": [",", [{"Ref": logical_id} for logical_id in logical_ids]]}
+
+    return {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Description": f"hypd cluster {tag}: VPC, control-plane and public subnets, NAT, S3 "
+        "endpoint, cluster security group",
+        "Resources": resources,
+        "Outputs": {
+            "VpcId": {"Value": vpc},
+            "ControlPlaneSubnetIds": {
+                "Value": joined("ControlPlaneSubnet1", "ControlPlaneSubnet2")
+            },
+            "PublicSubnetIds": {"Value": joined("PublicSubnet1", "PublicSubnet2")},
+            "SecurityGroupId": {"Value": {"Fn::GetAtt": ["ClusterSecurityGroup", "GroupId"]}},
+            "NatGatewayId": {"Value": {"Ref": "NatGateway"}},
+            "S3EndpointId": {"Value": {"Ref": "S3Endpoint"}},
+        },
+    }
+
+
+def next_check_seconds(elapsed_seconds: float) -> int:
+    """How long the state machine waits before it next checks a stack created
+    `elapsed_seconds` ago: until the expected end first, then short intervals that grow with
+    the overrun (a quarter of it), between MIN_CHECK_SECONDS and MAX_CHECK_SECONDS.
+
+    CloudFormation's own timeout (STACK_TIMEOUT_MINUTES) ends a stack that never finishes.
+    """
+    elapsed = max(0.0, float(elapsed_seconds))
+    if elapsed < EXPECTED_STACK_SECONDS:
+        return max(MIN_CHECK_SECONDS, round(EXPECTED_STACK_SECONDS - elapsed))
+    overrun = elapsed - EXPECTED_STACK_SECONDS
+    return int(min(MAX_CHECK_SECONDS, max(MIN_CHECK_SECONDS, overrun // 4)))
+
+
+# ---------------------------------------------------------------------------- AWS
+def ensure_network_stack(
+    cfn: Any,
+    tag: str,
+    zones: Sequence[str],
+    client_token: str,
+    *,
+    replace_failed: bool = False,
+    vpc_cidr: str = DEFAULT_VPC_CIDR,
+    role_arn: str | None = None,
+) -> NetworkStack:
+    """The cluster's network stack, created if missing; inspect before create.
+
+    A ready stack is reused as it is (its template is not compared); one being created is
+    reported not ready. A failed stack raises `NetworkStackFailed`, unless `replace_failed`
+    (the retry path) and its creation failed: then it is deleted and, once gone, created anew;
+    while its deletion runs the answer is not ready with status DELETE_IN_PROGRESS (call again
+    later). The retry path should pass a new `client_token`.
+
+    Raises:
+        NetworkStackFailed: the stack failed, is being deleted, or lacks its outputs.
+        AwsThrottled, AwsUnavailable, AwsAccessDenied, AwsRequestRejected: from CloudFormation.
+    """
+    name = stack_name(tag)
+    stack = cfn_api.describe_stack(cfn, name)
+    if stack is not None and replace_failed and stack.status in REPLACEABLE_STATUSES:
+        cfn_api.delete_stack(cfn, name)
+        stack = cfn_api.describe_stack(cfn, name)
+    if stack is not None and replace_failed and stack.status == "DELETE_IN_PROGRESS":
+        return NetworkStack(ready=False, status=stack.status, stack_name=name)
+    if stack is None:
+        template = network_stack_template(tag, zones, vpc_cidr=vpc_cidr)
+        cfn_api.create_stack(
+            cfn,
+            name,
+            json.dumps(template, separators=(",", ":")),
+            tags={HYPD_TAG_KEY: tag},
+            client_request_token=client_token,
+            timeout_minutes=STACK_TIMEOUT_MINUTES,
+            role_arn=role_arn,
+        )
+        stack = cfn_api.describe_stack(cfn, name)
+        if stack is None:  # not visible yet: CreateStack was accepted a moment ago
+            return NetworkStack(ready=False, status="CREATE_IN_PROGRESS", stack_name=name)
+    return _network_stack(cfn, stack)
+
+
+def read_network_stack(cfn: Any, tag: str) -> NetworkStack:
+    """The stack's state after a wait: ready (with its ids) or still in progress.
+
+    Raises:
+        NetworkStackFailed: the stack failed, is being deleted, is missing or lacks outputs.
+    """
+    name = stack_name(tag)
+    stack = cfn_api.describe_stack(cfn, name)
+    if stack is None:
+        raise NetworkStackFailed(
+            f"network stack {name} does not exist",
+            details={"awsErrorCode": "StackNotFound", "stackName": name},
+        )
+    return _network_stack(cfn, stack)
+
+
+def delete_failed_stack(cfn: Any, tag: str) -> bool:
+    """Delete the network stack if its creation failed (the retry path only); True if it
+    asked CloudFormation to delete it. A healthy, busy or missing stack is left alone."""
+    name = stack_name(tag)
+    stack = cfn_api.describe_stack(cfn, name)
+    if stack is None or stack.status not in REPLACEABLE_STATUSES:
+        return False
+    cfn_api.delete_stack(cfn, name)
+    return True
+
+
+def _network_stack(cfn: Any, stack: Stack) -> NetworkStack:
+    if stack.status in IN_PROGRESS_STATUSES:
+        return NetworkStack(
+            ready=False, status=stack.status, stack_name=stack.name, stack_id=stack.stack_id
+        )
+    if stack.status not in READY_STATUSES:
+        reason = cfn_api.stack_failure_reason(cfn, stack.stack_id) or "no reason given"
+        retry = (
+            " (a retry deletes and re-creates it)" if stack.status in REPLACEABLE_STATUSES else ""
+        )
+        raise NetworkStackFailed(
+            f"network stack {stack.name} is {stack.status}: {reason}{retry}",
+            details={
+                "awsErrorCode": stack.status,
+                "stackName": stack.name,
+                "stackId": stack.stack_id,
+                "reason": reason,
+            },
+        )
+    missing = [key for key in _OUTPUTS if not stack.outputs.get(key)]
+    if missing:
+        raise NetworkStackFailed(
+            f"network stack {stack.name} is {stack.status} but lacks the outputs "
+            f"{', '.join(missing)}; it was not made by hypd's template",
+            details={
+                "awsErrorCode": "MissingOutputs",
+                "stackName": stack.name,
+                "missingOutputs": missing,
+            },
+        )
+    outputs = stack.outputs
+    return NetworkStack(
+        ready=True,
+        status=stack.status,
+        stack_name=stack.name,
+        stack_id=stack.stack_id,
+        vpc_id=outputs["VpcId"],
+        control_plane_subnet_ids=_split(outputs["ControlPlaneSubnetIds"]),
+        public_subnet_ids=_split(outputs.get("PublicSubnetIds", "")),
+        security_group_id=outputs["SecurityGroupId"],
+        nat_gateway_id=outputs["NatGatewayId"],
+        s3_endpoint_id=outputs["S3EndpointId"],
+    )
+
+
+def _split(value: str) -> list[str]:
+    return [item for item in value.split(",") if item]

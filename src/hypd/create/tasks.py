@@ -1,0 +1,656 @@
+"""The create-cluster state machine's tasks (statemachines/create_cluster.asl.json).
+
+Each task is thin: it reads the operation (the resolved request is its input; what earlier
+stages made is in their recorded outputs, so a resumed execution needs nothing from the
+failed one), calls one stage module, and records the stage through `stage_step`. Polling
+tasks answer ``{"ready": bool, "waitSeconds": int}``; the Wait state after them uses the
+seconds, which each stage derives from its resource's expected duration.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hypd import clock
+from hypd.aws import ec2 as ec2_api
+from hypd.aws import eks as eks_api
+from hypd.clusters.create_request import ResolvedCreate
+from hypd.clusters.models import (
+    HYPD_TAG_KEY,
+    Cluster,
+    ClusterStatus,
+    EksCluster,
+    HyperPodCluster,
+)
+from hypd.clusters.store import ClusterStore
+from hypd.create import addons, chart, control_plane, hyperpod, network_stack, storage, verify
+from hypd.create.waiters import WaiterStore, settle
+from hypd.errors import NotFoundError, PermanentError
+from hypd.kubernetes import TokenCache, kubernetes_api, token_sts_client
+from hypd.kubernetes.apply import AppliedObject, apply_manifests, check_rollout
+from hypd.network import ComputeSubnetRequest, ensure_compute_subnet
+from hypd.network.subnets import ips_per_node
+from hypd.operations import lifecycle
+from hypd.operations.locks import LockStore
+from hypd.operations.models import Operation, OperationStatus
+from hypd.operations.stages import stage_step
+from hypd.operations.store import OperationStore
+from hypd.operations.tasks import StepFunctionsError
+from hypd.tasks import TaskInput, TaskRouter
+
+T = TypeVar("T")
+
+WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
+POD_IPS_PER_NODE = 32
+"""Subnet addresses the VPC CNI takes for pods on one node (its warm pool on a GPU node)."""
+HYPERPOD_CONDITION = hyperpod.IN_SERVICE
+
+
+@dataclass(frozen=True)
+class CreateSettings:
+    region: str | None
+    eks_cluster_role_arn: str
+    hyperpod_execution_role_arn: str
+    s3_csi_driver_role_arn: str | None
+    network_stack_role_arn: str | None
+    dependency_chart: str
+
+
+@dataclass
+class CreateServices:
+    operations: OperationStore
+    clusters: ClusterStore
+    locks: LockStore
+    waiters: WaiterStore
+    client: Callable[[str], Any]
+    """A boto3 client per service name, created on first use and reused."""
+    settings: CreateSettings
+    tokens: TokenCache | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokens is None:
+            self.tokens = TokenCache(lambda: token_sts_client(self.settings.region or ""))
+        self._kube_lock = threading.Lock()
+
+    def kubernetes(self, cluster_name: str) -> Any:
+        """A Kubernetes API client for the EKS cluster, authenticated as this function."""
+        description = self.client("eks").describe_cluster(name=cluster_name)["cluster"]
+        tokens = self.tokens
+        assert tokens is not None
+
+        def token() -> str:
+            return tokens.token(cluster_name, now=datetime.now(UTC)).value
+
+        return kubernetes_api(description, token(), refresh_token=token)
+
+
+class OperationInput(TaskInput):
+    operation_id: str = Field(alias="operationId")
+    execution_name: str | None = Field(default=None, alias="executionName")
+    """The calling execution (`$$.Execution.Name`): a task of an execution that is no longer
+    the operation's current one (stopped, then retried) changes nothing."""
+
+
+class StaleExecution(PermanentError):
+    """The task belongs to an execution the operation has moved on from (a retry started)."""
+
+    code = "StaleExecution"
+
+
+class AwaitInput(OperationInput):
+    task_token: str = Field(alias="taskToken")
+
+
+class FailCreateInput(OperationInput):
+    error: StepFunctionsError
+
+
+class Poll(Protocol):
+    def __call__(self, task: OperationInput, *, start: bool) -> dict[str, Any]: ...
+
+
+def poll_result(ready: bool, wait_seconds: int = 0) -> dict[str, Any]:
+    return {"ready": ready, "waitSeconds": max(1, int(wait_seconds)) if not ready else 0}
+
+
+# ---------------------------------------------------------------------------- stage outputs
+class _Output(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+
+class NetworkOutput(_Output):
+    stack_name: str = Field(alias="stackName")
+    vpc_id: str = Field(alias="vpcId")
+    control_plane_subnet_ids: list[str] = Field(alias="controlPlaneSubnetIds")
+    security_group_id: str = Field(alias="securityGroupId")
+    compute_subnets: dict[str, str] = Field(alias="computeSubnets")
+    """Instance group name -> its compute subnet."""
+
+
+class EksOutput(_Output):
+    name: str
+    arn: str
+    version: str | None = None
+    endpoint: str | None = None
+    access_principal: str = Field(alias="accessPrincipal")
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", by_alias=True)
+
+
+def build_router(services: CreateServices) -> TaskRouter:
+    router = TaskRouter()
+    operations = services.operations
+
+    def load(operation_id: str) -> tuple[Operation, ResolvedCreate]:
+        operation = operations.get(operation_id)
+        return operation, ResolvedCreate.model_validate(operation.input)
+
+    def output_of(operation: Operation, stage: str, model: type[T]) -> T:
+        recorded = operation.stage(stage).output
+        if recorded is None:
+            raise NotFoundError(
+                f"operation {operation.id}: stage {stage} has no recorded output",
+                details={"stage": stage},
+            )
+        return model.model_validate(recorded)  # type: ignore[attr-defined,no-any-return]
+
+    def elapsed(operation: Operation, stage: str) -> float:
+        """Seconds since the stage's current attempt started."""
+        recorded = operation.stage(stage)
+        started = recorded.attempt_started_at or recorded.started_at
+        if not started:
+            return 0.0
+        return (clock.now() - datetime.fromisoformat(started)).total_seconds()
+
+    def current(task: OperationInput) -> Callable[[Operation], bool]:
+        def is_current(operation: Operation) -> bool:
+            return task.execution_name is None or lifecycle.is_current_execution(
+                operation, name=task.execution_name
+            )
+
+        return is_current
+
+    def step(
+        task: OperationInput,
+        stage: str,
+        work: Callable[[], T],
+        *,
+        start: bool = False,
+        complete: bool = False,
+        summarize: Callable[[T], dict[str, Any]] | None = None,
+    ) -> T:
+        operation = operations.get(task.operation_id)
+        if not current(task)(operation):
+            raise StaleExecution(
+                f"execution {task.execution_name} is not the current execution of operation "
+                f"{operation.id} ({lifecycle.execution_name(operation)}); it changes nothing",
+                details={"operationId": operation.id},
+            )
+        return stage_step(
+            operations,
+            task.operation_id,
+            stage,
+            work,
+            start=start,
+            complete=complete,
+            summarize=summarize,
+        )
+
+    def polled(first: str, then: str) -> Callable[[Poll], Poll]:
+        """Register a stage's polling work as two tasks: `first` opens the stage's attempt,
+        `then` (after each Wait) looks again."""
+
+        def register(poll: Poll) -> Poll:
+            router.task(first, OperationInput)(lambda task: poll(task, start=True))
+            router.task(then, OperationInput)(lambda task: poll(task, start=False))
+            return poll
+
+        return register
+
+    # ---------------------------------------------------------------- network
+    @polled("create-network-stack", "check-network-stack")
+    def network_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            operation, resolved = load(task.operation_id)
+            zones = [z.name for z in ec2_api.list_availability_zones(services.client("ec2"))]
+            attempt = operation.stage("network").attempts
+            # Inspect before create, on every look: a failed stack of an earlier attempt is
+            # replaced (the retry path), whose deletion may take several looks.
+            stack = network_stack.ensure_network_stack(
+                services.client("cloudformation"),
+                resolved.tag,
+                network_stack.control_plane_zones(resolved.availability_zone, zones),
+                client_token=f"{operation.id}-network-{attempt}",
+                replace_failed=attempt > 1,
+                role_arn=services.settings.network_stack_role_arn,
+            )
+            return poll_result(
+                stack.ready, network_stack.next_check_seconds(elapsed(operation, "network"))
+            )
+
+        return step(task, "network", work, start=start)
+
+    @router.task("ensure-compute-subnet", OperationInput)
+    def ensure_compute_subnet_task(task: OperationInput) -> dict[str, Any]:
+        def work() -> NetworkOutput:
+            _operation, resolved = load(task.operation_id)
+            stack = network_stack.read_network_stack(
+                services.client("cloudformation"), resolved.tag
+            )
+            assert stack.vpc_id
+            assert stack.security_group_id
+            ec2 = services.client("ec2")
+            facts = ec2_api.describe_instance_types(
+                ec2, [g.instance_type.removeprefix("ml.") for g in resolved.instance_groups]
+            )
+            subnets: dict[str, str] = {}
+            for index, group in enumerate(resolved.instance_groups):
+                fact = facts.get(group.instance_type.removeprefix("ml."))
+                efa = (fact.maximum_efa_interfaces or 0) if fact and fact.efa_supported else 0
+                subnet = ensure_compute_subnet(
+                    ec2,
+                    ComputeSubnetRequest(
+                        vpc_id=stack.vpc_id,
+                        availability_zone=resolved.availability_zone,
+                        node_count=group.count,
+                        ips_per_node=ips_per_node(
+                            efa_interfaces=max(0, efa - 1),
+                            efa_only=group.efa_only,
+                            pod_ips=POD_IPS_PER_NODE,
+                        ),
+                        subnet_field=f"instanceGroups[{index}]",
+                        cluster_tag=resolved.tag,
+                        group_name=group.name,
+                        dedicated=group.dedicated_subnet,
+                    ),
+                )
+                subnets[group.name] = subnet.subnet_id
+            return NetworkOutput(
+                stack_name=stack.stack_name,
+                vpc_id=stack.vpc_id,
+                control_plane_subnet_ids=list(stack.control_plane_subnet_ids),
+                security_group_id=stack.security_group_id,
+                compute_subnets=subnets,
+            )
+
+        step(task, "network", work, complete=True, summarize=_dump)
+        return {}
+
+    # ---------------------------------------------------------------- eks
+    @polled("create-eks-cluster", "check-eks-cluster")
+    def eks_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            operation, resolved = load(task.operation_id)
+            eks = services.client("eks")
+            if start:
+                network = output_of(operation, "network", NetworkOutput)
+                state = control_plane.ensure_eks_cluster(
+                    eks,
+                    name=resolved.eks_cluster_name,
+                    role_arn=services.settings.eks_cluster_role_arn,
+                    subnet_ids=network.control_plane_subnet_ids,
+                    security_group_ids=[network.security_group_id],
+                    kubernetes_version=resolved.kubernetes_version,
+                    tags={HYPD_TAG_KEY: resolved.tag},
+                    client_token=f"{operation.id}-eks",
+                )
+            else:
+                state = control_plane.read_eks_cluster(eks, resolved.eks_cluster_name)
+            return poll_result(
+                state.ready,
+                control_plane.next_check_seconds(elapsed(operation, "eks")),
+            )
+
+        return step(task, "eks", work, start=start)
+
+    @router.task("grant-cluster-access", OperationInput)
+    def grant_cluster_access(task: OperationInput) -> dict[str, Any]:
+        def work() -> EksOutput:
+            _operation, resolved = load(task.operation_id)
+            eks = services.client("eks")
+            principal = control_plane.principal_of(services.client("sts"))
+            control_plane.ensure_admin_access(eks, resolved.eks_cluster_name, principal)
+            state = control_plane.read_eks_cluster(eks, resolved.eks_cluster_name)
+            return EksOutput(
+                name=resolved.eks_cluster_name,
+                arn=state.arn,
+                version=state.version,
+                endpoint=state.endpoint,
+                access_principal=principal,
+            )
+
+        step(task, "eks", work, complete=True, summarize=_dump)
+        return {}
+
+    # ---------------------------------------------------------------- dependencies
+    @polled("install-addons", "check-addons")
+    def addons_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            operation, resolved = load(task.operation_id)
+            progress = addons.advance_addons(
+                services.client("eks"),
+                resolved.eks_cluster_name,
+                addons.plan_addons(_storage_kind(resolved)),
+                pod_identity_role_arn=services.settings.s3_csi_driver_role_arn,
+                client_token=f"{operation.id}-addons",
+            )
+            return poll_result(progress.done, progress.next_check_seconds)
+
+        return step(task, "dependencies", work, start=start)
+
+    @router.task("apply-dependency-chart", OperationInput)
+    def apply_dependency_chart(task: OperationInput) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            _operation, resolved = load(task.operation_id)
+            manifests = chart.render_chart(
+                chart.chart_source(services.settings.dependency_chart),
+                release="hyperpod-dependencies",
+                namespace="kube-system",
+                values={},
+            )
+            applied = apply_manifests(
+                services.kubernetes(resolved.eks_cluster_name), manifests, namespace="kube-system"
+            )
+            progress = addons.advance_addons(
+                services.client("eks"),
+                resolved.eks_cluster_name,
+                addons.plan_addons(_storage_kind(resolved)),
+                pod_identity_role_arn=services.settings.s3_csi_driver_role_arn,
+                client_token=f"{_operation.id}-addons",
+            )
+            return {
+                "addons": progress.summary(),
+                "chartObjects": len(applied),
+                # Checked by verify: workloads can only roll out once nodes have joined.
+                "workloads": [
+                    {**obj.to_json(), "path": obj.path}
+                    for obj in applied
+                    if obj.kind in WORKLOAD_KINDS
+                ],
+            }
+
+        step(task, "dependencies", work, complete=True, summarize=lambda r: r)
+        return {}
+
+    # ---------------------------------------------------------------- hyperpod
+    @polled("create-hyperpod-cluster", "replace-hyperpod-cluster")
+    def hyperpod_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            operation, resolved = load(task.operation_id)
+            network = output_of(operation, "network", NetworkOutput)
+            eks = output_of(operation, "eks", EksOutput)
+            request = hyperpod.cluster_request(
+                resolved,
+                eks_cluster_arn=eks.arn,
+                security_group_id=network.security_group_id,
+                group_subnets=network.compute_subnets,
+                execution_role_arn=services.settings.hyperpod_execution_role_arn,
+            )
+            cluster = hyperpod.ensure_cluster(
+                services.client("sagemaker"),
+                request,
+                replace_failed=operation.stage("hyperpod").attempts > 1,
+            )
+            if cluster is None:  # a failed cluster of an earlier attempt is being deleted
+                return poll_result(False, hyperpod.REPLACE_CHECK_SECONDS)
+            return {**poll_result(True), "status": cluster.status}
+
+        return step(task, "hyperpod", work, start=start)
+
+    @router.task("await-hyperpod-cluster", AwaitInput)
+    def await_hyperpod_cluster(task: AwaitInput) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            _operation, resolved = load(task.operation_id)
+            name = resolved.hyperpod_cluster_name
+            services.waiters.park(
+                name,
+                task.operation_id,
+                HYPERPOD_CONDITION,
+                task.task_token,
+                failure_states=hyperpod.FAILED_STATES,
+            )
+            # The cluster may have changed state before the token was parked: look once.
+            cluster = hyperpod.read_cluster_or_none(services.client("sagemaker"), name)
+            status = cluster.status if cluster else "Missing"
+            woken = settle(
+                services.waiters,
+                lambda: services.client("stepfunctions"),
+                name,
+                status,
+                {"ready": status == HYPERPOD_CONDITION, "status": status, "by": "await"},
+                failure_error=hyperpod.HyperPodClusterFailed.code,
+                message=(cluster.failure_message if cluster else None) or "",
+            )
+            return {"status": status, "settled": bool(woken)}
+
+        return step(task, "hyperpod", work)
+
+    @router.task("check-hyperpod-cluster", OperationInput)
+    def check_hyperpod_cluster(task: OperationInput) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            _operation, resolved = load(task.operation_id)
+            cluster = hyperpod.read_cluster(
+                services.client("sagemaker"), resolved.hyperpod_cluster_name
+            )
+            return {"ready": cluster.status == HYPERPOD_CONDITION, "status": cluster.status}
+
+        return step(task, "hyperpod", work)
+
+    @router.task("record-hyperpod-cluster", OperationInput)
+    def record_hyperpod_cluster(task: OperationInput) -> dict[str, Any]:
+        def work() -> HyperPodCluster:
+            _operation, resolved = load(task.operation_id)
+            return hyperpod.read_cluster(
+                services.client("sagemaker"), resolved.hyperpod_cluster_name
+            )
+
+        step(task, "hyperpod", work, complete=True, summarize=hyperpod.cluster_summary)
+        return {}
+
+    # ---------------------------------------------------------------- storage
+    @polled("mount-storage", "check-storage")
+    def storage_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
+        ready_flag: dict[str, bool] = {}
+
+        def work() -> dict[str, Any]:
+            operation, resolved = load(task.operation_id)
+            if resolved.storage.s3 is not None:
+                storage.check_bucket(services.client("s3"), resolved.storage.s3.bucket)
+                manifests = storage.s3_manifests(
+                    resolved.tag, resolved.storage, services.settings.region
+                )
+                kind = "s3"
+            else:
+                network = output_of(operation, "network", NetworkOutput)
+                system = storage.ensure_file_system(
+                    services.client("fsx"),
+                    resolved,
+                    subnet_id=network.compute_subnets[resolved.instance_groups[0].name],
+                    security_group_id=network.security_group_id,
+                    client_token=f"{operation.id}-storage",
+                )
+                if not storage.file_system_ready(system):
+                    ready_flag["ready"] = False
+                    return poll_result(
+                        False, storage.next_check_seconds(elapsed(operation, "storage"))
+                    )
+                manifests = storage.fsx_manifests(resolved.tag, system)
+                kind = "fsx"
+            apply_manifests(services.kubernetes(resolved.eks_cluster_name), manifests)
+            ready_flag["ready"] = True
+            return {
+                "kind": kind,
+                "volume": storage.volume_name(resolved.tag),
+                "claim": f"{storage.CLAIM_NAMESPACE}/{storage.CLAIM_NAME}",
+            }
+
+        def summarize(result: dict[str, Any]) -> dict[str, Any]:
+            return result
+
+        result = step(task, "storage", work, start=start)
+        if ready_flag.get("ready"):
+            step(task, "storage", lambda: result, complete=True, summarize=summarize)
+            return poll_result(True)
+        return result
+
+    # ---------------------------------------------------------------- verify
+    @polled("verify-cluster", "check-verification")
+    def verify_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
+        verdict: dict[str, verify.Verification] = {}
+
+        def work() -> dict[str, Any]:
+            operation, resolved = load(task.operation_id)
+            api = services.kubernetes(resolved.eks_cluster_name)
+            nodes, claim = verify.observe(api, storage.CLAIM_NAMESPACE, storage.CLAIM_NAME)
+            workloads = (operation.stage("dependencies").output or {}).get("workloads", [])
+            rollout = check_rollout(api, [
+                AppliedObject(
+                    api_version=w["apiVersion"], kind=w["kind"], name=w["name"],
+                    namespace=w.get("namespace"), path=w["path"], created=False,
+                )
+                for w in workloads
+            ])
+            result = verify.evaluate(
+                nodes, {g.name: g.count for g in resolved.instance_groups}, claim,
+                rollout=rollout,
+            )
+            verdict["result"] = result
+            if result.ready:
+                return poll_result(True)
+            waited = elapsed(operation, "verify")
+            if waited >= verify.VERIFY_TIMEOUT_SECONDS:
+                raise verify.VerificationTimedOut(
+                    f"after {int(waited)} s: " + "; ".join(result.problems),
+                    details={"problems": result.problems},
+                )
+            return poll_result(False, verify.CHECK_INTERVAL_SECONDS)
+
+        answer = step(task, "verify", work, start=start)
+        result = verdict["result"]
+        if result.ready:
+            step(task, "verify", lambda: result, complete=True, summarize=_dump)
+        return answer
+
+    # ---------------------------------------------------------------- end
+    def release(operation: Operation) -> None:
+        if operation.status.terminal and operation.lock_scope:
+            services.locks.release(operation.lock_scope, operation.id)
+
+    @router.task("finish-create", OperationInput)
+    def finish_create(task: OperationInput) -> dict[str, Any]:
+        operation, resolved = load(task.operation_id)
+        if not current(task)(operation):
+            return {"operationId": operation.id, "status": operation.status.value, "stale": True}
+        record = _record_cluster(services, operation, resolved, status=ClusterStatus.ACTIVE)
+        summary = create_summary(operation, record)
+        operation = operations.update(
+            task.operation_id,
+            lambda op: lifecycle.succeed(op, summary) if current(task)(op) else None,
+        )
+        release(operation)
+        return {"operationId": operation.id, "status": operation.status.value}
+
+    @router.task("fail-create", FailCreateInput)
+    def fail_create(task: FailCreateInput) -> dict[str, Any]:
+        error = lifecycle.error_from_step_functions(task.error.error, task.error.cause)
+        if error.code == StaleExecution.code:
+            # A superseded execution ends here; the operation belongs to its successor.
+            return {"operationId": task.operation_id, "stale": True}
+        operation = operations.update(
+            task.operation_id,
+            lambda op: lifecycle.fail(op, error) if current(task)(op) else None,
+        )
+        if operation.status is OperationStatus.FAILED and current(task)(operation):
+            services.clusters.set_status(operation.cluster_tag or "", ClusterStatus.FAILED,
+                                         operation.id)
+        release(operation)
+        return {"operationId": operation.id, "status": operation.status.value}
+
+    return router
+
+
+def _storage_kind(resolved: ResolvedCreate) -> str:
+    return "s3" if resolved.storage.s3 is not None else "fsx"
+
+
+def _record_cluster(
+    services: CreateServices,
+    operation: Operation,
+    resolved: ResolvedCreate,
+    *,
+    status: ClusterStatus,
+) -> Cluster:
+    """The cluster record with what the pipeline made: the EKS and HyperPod clusters."""
+    eks_model = eks_api.describe_cluster(services.client("eks"), resolved.eks_cluster_name)
+    hyperpod_model = hyperpod.read_cluster_or_none(
+        services.client("sagemaker"), resolved.hyperpod_cluster_name
+    )
+    now = clock.now_iso()
+    try:
+        record = services.clusters.get(resolved.tag)
+    except NotFoundError:
+        record = None
+    updates: dict[str, Any] = {
+        "eks": eks_model,
+        "hyperpod": hyperpod_model,
+        "updated_at": now,
+        "last_seen_at": now,
+        "last_operation_id": operation.id,
+        "status": status,
+    }
+    if record is None:
+        assert eks_model is not None
+        record = Cluster.model_validate(
+            {
+                "tag": resolved.tag,
+                "source": "created",
+                "region": services.settings.region,
+                "anchorArn": eks_model.arn,
+                "createdAt": now,
+                "updatedAt": now,
+            }
+        )
+    record = record.model_copy(update=updates)
+    services.clusters.save(record)
+    return record
+
+
+def create_summary(operation: Operation, record: Cluster) -> dict[str, Any]:
+    """The operation's output: what was made, and the time each stage took (virtual time)."""
+    stages: list[dict[str, Any]] = []
+    for stage in operation.stages:
+        seconds = None
+        if stage.started_at and stage.ended_at:
+            seconds = (
+                datetime.fromisoformat(stage.ended_at) - datetime.fromisoformat(stage.started_at)
+            ).total_seconds()
+        stages.append(
+            {
+                "name": stage.name,
+                "status": stage.status.value,
+                "seconds": seconds,
+                "attempts": stage.attempts,
+            }
+        )
+    eks: EksCluster | None = record.eks
+    hyperpod_cluster: HyperPodCluster | None = record.hyperpod
+    verify_output: Mapping[str, Any] = operation.stage("verify").output or {}
+    storage_output: Mapping[str, Any] = operation.stage("storage").output or {}
+    return {
+        "tag": record.tag,
+        "eksCluster": eks.model_dump(mode="json", by_alias=True) if eks else None,
+        "hyperPodCluster": (
+            hyperpod_cluster.model_dump(mode="json", by_alias=True) if hyperpod_cluster else None
+        ),
+        "nodes": verify_output.get("nodes", []),
+        "storage": {**storage_output, "claimPhase": verify_output.get("claimPhase")},
+        "stages": stages,
+    }

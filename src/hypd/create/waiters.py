@@ -1,0 +1,135 @@
+"""Parked task tokens: a pipeline waiting for a resource to reach a condition.
+
+The waiting state stores its Step Functions task token here, keyed by the resource (e.g. the
+HyperPod cluster's name) and the operation. Whoever learns that the condition holds (the
+EventBridge handler of the resource's state-change events, or the waiting task itself when the
+resource is already there) takes the waiter with a conditional delete and completes the token,
+so each token is completed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hypd import clock
+from hypd.aws import stepfunctions
+from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
+from hypd.table import waiter_key, waiters_partition
+
+
+class Waiter(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    resource: str
+    operation_id: str = Field(alias="operationId")
+    condition: str
+    """What the waiter waits for, e.g. the HyperPod ClusterStatus ``InService``."""
+    failure_states: tuple[str, ...] = Field(default=(), alias="failureStates")
+    """States in which the condition can no longer be met: the token fails."""
+    task_token: str = Field(alias="taskToken")
+    parked_at: str = Field(alias="parkedAt")
+
+
+class WaiterStore:
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def park(
+        self,
+        resource: str,
+        operation_id: str,
+        condition: str,
+        task_token: str,
+        failure_states: tuple[str, ...] = (),
+    ) -> Waiter:
+        """Store (or replace: a new wait of the same operation) the operation's token."""
+        waiter = Waiter(
+            resource=resource,
+            operation_id=operation_id,
+            condition=condition,
+            failure_states=failure_states,
+            task_token=task_token,
+            parked_at=clock.now_iso(),
+        )
+        body = waiter.model_dump(mode="json", by_alias=True)
+        self._table.put(encode_item(waiter_key(resource, operation_id), body))
+        return waiter
+
+    def waiting_for(self, resource: str) -> list[Waiter]:
+        return [
+            Waiter.model_validate(decode_body(item))
+            for item in self._table.query_partition(waiters_partition(resource))
+        ]
+
+    def take(self, waiter: Waiter) -> bool:
+        """Remove `waiter` if it is still the one parked (same token); True if this call did."""
+        try:
+            self._table.delete(
+                waiter_key(waiter.resource, waiter.operation_id),
+                condition="contains(body, :token)",
+                values={":token": {"S": waiter.task_token}},
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+
+def settle(
+    waiters: WaiterStore,
+    sfn: Callable[[], Any],
+    resource: str,
+    state: str,
+    output: dict[str, Any],
+    *,
+    failure_error: str,
+    message: str = "",
+) -> list[str]:
+    """Complete every token parked on `resource` whose condition `state` meets (or can no
+    longer meet); returns the ids of the operations woken."""
+    woken: list[str] = []
+    for waiter in waiters.waiting_for(resource):
+        if state == waiter.condition:
+            if waiters.take(waiter):
+                stepfunctions.send_task_success(sfn(), waiter.task_token, output)
+                woken.append(waiter.operation_id)
+        elif state in waiter.failure_states and waiters.take(waiter):
+            stepfunctions.send_task_failure(
+                sfn(),
+                waiter.task_token,
+                error=failure_error,
+                cause=message or f"{resource} is {state}",
+            )
+            woken.append(waiter.operation_id)
+    return woken
+
+
+STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+HYPERPOD_WAKE_ERROR = "HyperPodClusterFailed"
+
+
+def on_cluster_state_change(
+    event: dict[str, Any], waiters: WaiterStore, sfn: Callable[[], Any]
+) -> dict[str, Any]:
+    """An EventBridge `SageMaker HyperPod Cluster State Change` event: wake its waiters.
+
+    The detail mirrors DescribeCluster (ClusterName, ClusterStatus, FailureMessage, ...).
+    """
+    detail = event.get("detail") or {}
+    name = detail.get("ClusterName")
+    status = detail.get("ClusterStatus")
+    if event.get("detail-type") != STATE_CHANGE or not name or not status:
+        return {"woken": [], "ignored": True}
+    woken = settle(
+        waiters,
+        sfn,
+        str(name),
+        str(status),
+        {"ready": status == "InService", "status": status, "by": "event"},
+        failure_error=HYPERPOD_WAKE_ERROR,
+        message=f"HyperPod cluster {name} is {status}: "
+        f"{detail.get('FailureMessage') or 'no failure message'}",
+    )
+    return {"cluster": name, "status": status, "woken": woken}

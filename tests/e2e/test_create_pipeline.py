@@ -1,0 +1,272 @@
+"""The create-cluster pipeline end to end on the local cloud, through the REST API.
+
+The real template, state machine and handlers; EKS and HyperPod take their emulated minutes
+on the virtual clock (the pipeline's own Wait states and task-token wait move it), so a run
+takes a few real seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from hypd_cli.api_client import ApiClient
+from hypd_cli.demo import demo_request, follow
+from tests.support import fail_calls
+
+BUCKET = "hypd-e2e-data"
+STAGES = ["network", "eks", "dependencies", "hyperpod", "storage", "verify"]
+
+
+def create(api: ApiClient, cloud: Any, tag: str = "e2e", *, bucket: bool = True) -> str:
+    if bucket:
+        cloud.client("s3").create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+        )
+    accepted = api.post("/clusters", demo_request(api, tag, BUCKET))
+    return str(accepted["operationId"])
+
+
+def stages(operation: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {stage["name"]: stage for stage in operation["stages"]}
+
+
+def seconds(stage: dict[str, Any]) -> float:
+    return (
+        datetime.fromisoformat(stage["endedAt"]) - datetime.fromisoformat(stage["startedAt"])
+    ).total_seconds()
+
+
+def test_the_pipeline_creates_a_verified_cluster(api: ApiClient, cloud: Any) -> None:
+    operation_id = create(api, cloud)
+    assert api.get("/clusters/e2e")["status"] == "CREATING"
+
+    operation = follow(api, cloud, operation_id, timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    by_name = stages(operation)
+    assert list(by_name) == STAGES
+    assert all(s["status"] == "SUCCEEDED" and s["attempts"] == 1 for s in by_name.values())
+    # What was made, as AWS and Kubernetes see it.
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    assert eks["status"] == "ACTIVE"
+    assert eks["accessConfig"]["authenticationMode"] == "API"
+    assert (
+        eks["resourcesVpcConfig"]["subnetIds"]
+        == by_name["network"]["output"]["controlPlaneSubnetIds"]
+    )
+    hyperpod = cloud.client("sagemaker").describe_cluster(ClusterName="hypd-e2e")
+    assert hyperpod["ClusterStatus"] == "InService"
+    assert hyperpod["NodeRecovery"] == "Automatic"
+    assert hyperpod["NodeProvisioningMode"] == "Continuous"
+    assert hyperpod["VpcConfig"]["Subnets"] == [
+        by_name["network"]["output"]["computeSubnets"]["gpu"]
+    ]
+    addons = cloud.client("eks").list_addons(clusterName="hypd-e2e")["addons"]
+    assert "aws-mountpoint-s3-csi-driver" in addons
+    assert "vpc-cni" in addons
+    output = operation["output"]
+    assert output["storage"]["claimPhase"] == "Bound"
+    assert [n["health"] for n in output["nodes"]] == ["Schedulable"]
+    # The record clients read.
+    record = api.get("/clusters/e2e")
+    assert record["status"] == "ACTIVE"
+    assert record["eks"]["name"] == "hypd-e2e"
+    assert record["hyperpod"]["status"] == "InService"
+
+
+def test_the_hyperpod_wait_is_woken_by_the_state_change_event(api: ApiClient, cloud: Any) -> None:
+    # HyperPod takes its emulated creation time; the task-token wait ends when the state-change
+    # event arrives, not at a poll: the stage lasts the creation time plus nothing to speak of.
+    creation = cloud.emulation.hyperpod.durations.cluster_create.total_seconds()
+
+    operation = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    took = seconds(stages(operation)["hyperpod"])
+    assert creation <= took < creation + 5
+
+
+Inject = Callable[[Any], Any]
+
+
+def _eks_create_refused(cloud: Any) -> Any:
+    return fail_calls(cloud, "eks", "create_cluster", "AccessDeniedException", times=1)
+
+
+def _addon_refused(cloud: Any) -> Any:
+    return fail_calls(cloud, "eks", "create_addon", "InvalidParameterException", times=1)
+
+
+def _hyperpod_create_refused(cloud: Any) -> Any:
+    return fail_calls(cloud, "sagemaker", "create_cluster", "ValidationException", times=1)
+
+
+@pytest.mark.parametrize(
+    ("stage", "inject", "code"),
+    [
+        ("eks", _eks_create_refused, "AccessDeniedException"),
+        ("dependencies", _addon_refused, "InvalidParameterException"),
+        ("hyperpod", _hyperpod_create_refused, "ValidationException"),
+    ],
+)
+def test_a_permanent_fault_fails_its_stage_and_a_retry_completes_it(
+    api: ApiClient, cloud: Any, stage: str, inject: Inject, code: str
+) -> None:
+    with inject(cloud):
+        failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    by_name = stages(failed)
+    index = STAGES.index(stage)
+    assert [by_name[s]["status"] for s in STAGES[:index]] == ["SUCCEEDED"] * index
+    assert by_name[stage]["status"] == "FAILED"
+    assert by_name[stage]["error"]["code"] == code
+    assert failed["error"]["code"] == code
+    assert code in failed["error"]["message"]
+    assert api.get("/clusters/e2e")["status"] == "FAILED"
+
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    after = stages(done)
+    # Completed stages were not repeated; the failed one took a second attempt.
+    assert [after[s]["attempts"] for s in STAGES[:index]] == [1] * index
+    assert after[stage]["attempts"] == 2
+    assert api.get("/clusters/e2e")["status"] == "ACTIVE"
+
+
+def test_a_missing_bucket_fails_storage_and_a_retry_after_creating_it_completes(
+    api: ApiClient, cloud: Any
+) -> None:
+    failed = follow(api, cloud, create(api, cloud, bucket=False), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    by_name = stages(failed)
+    assert [by_name[s]["status"] for s in STAGES[:4]] == ["SUCCEEDED"] * 4
+    assert by_name["storage"]["error"]["code"] == "NoSuchBucket"
+    assert BUCKET in by_name["storage"]["error"]["message"]
+
+    cloud.client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+    )
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert stages(done)["hyperpod"]["attempts"] == 1
+
+
+def test_throttling_is_absorbed(api: ApiClient, cloud: Any) -> None:
+    # Every throttled call is retried (botocore's own retries, then the state machine's).
+    cloud.faults.fail("eks", "DescribeCluster", code="ThrottlingException", times=6)
+    cloud.faults.fail("eks", "CreateAddon", code="ThrottlingException", times=6)
+    cloud.faults.fail("sagemaker", "CreateCluster", code="ThrottlingException", times=6)
+    cloud.faults.fail("sagemaker", "DescribeCluster", code="ThrottlingException", times=6)
+
+    operation = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    assert cloud.faults.pending() == []
+
+
+def test_a_cancelled_create_keeps_its_finished_stages_and_a_retry_completes_it(
+    api: ApiClient, cloud: Any
+) -> None:
+    release, entered = threading.Event(), threading.Event()
+    with fail_calls(cloud, "eks", "create_cluster", None, times=1, block=release,
+                    entered=entered):
+        operation_id = create(api, cloud)
+        # The pipeline is inside the eks stage, its CreateCluster call held.
+        assert entered.wait(timeout=60)
+        api.post(f"/operations/{operation_id}/cancel")
+        release.set()
+        cloud.wait_for_executions(timeout=60)
+
+    cancelled = api.get(f"/operations/{operation_id}")
+    assert cancelled["status"] == "CANCELLED"
+    assert stages(cancelled)["network"]["status"] == "SUCCEEDED"
+    assert stages(cancelled)["eks"]["status"] == "CANCELLED"
+    assert api.get("/clusters/e2e")["status"] == "FAILED"
+
+    api.post(f"/operations/{operation_id}/retry")
+    done = follow(api, cloud, operation_id, timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert stages(done)["network"]["attempts"] == 1
+    assert api.get("/clusters/e2e")["status"] == "ACTIVE"
+
+
+
+def test_a_refused_network_stack_fails_network_and_a_retry_completes_it(
+    api: ApiClient, cloud: Any
+) -> None:
+    cloud.faults.fail("cloudformation", "CreateStack", code="InsufficientCapabilitiesException",
+                      times=1)
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    network = stages(failed)["network"]
+    assert network["status"] == "FAILED"
+    assert network["error"]["code"] == "InsufficientCapabilitiesException"
+    assert [stages(failed)[s]["status"] for s in STAGES[1:]] == ["PENDING"] * 5
+
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert stages(done)["network"]["attempts"] == 2
+
+
+def test_nodes_that_never_join_fail_verify_and_a_retry_completes_once_they_can(
+    api: ApiClient, cloud: Any
+) -> None:
+    # No capacity for the type: HyperPod (continuous provisioning) is InService without nodes.
+    hyperpod = cloud.emulation.hyperpod
+    body_zone = demo_request(api, "e2e", BUCKET)["availabilityZone"]
+    hyperpod.insufficient_capacity("ml.g6.4xlarge", body_zone, True)
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    by_name = stages(failed)
+    assert [by_name[s]["status"] for s in STAGES[:5]] == ["SUCCEEDED"] * 5
+    assert by_name["verify"]["error"]["code"] == "VerificationTimedOut"
+    assert "group gpu: 0 of 1 nodes joined" in by_name["verify"]["error"]["message"]
+
+    # Capacity returns: HyperPod launches the node; the retry waits for it to join.
+    hyperpod.insufficient_capacity("ml.g6.4xlarge", body_zone, False)
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert [n["health"] for n in done["output"]["nodes"]] == ["Schedulable"]
+    assert stages(done)["hyperpod"]["attempts"] == 1
+
+
+def test_a_failed_hyperpod_cluster_is_replaced_by_the_retry(api: ApiClient, cloud: Any) -> None:
+    # HyperPod reports the creation Failed: the state-change event fails the parked token.
+    cloud.emulation.hyperpod.fail_next_create("hypd-e2e", "lifecycle script exited with 1")
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    hyperpod_stage = stages(failed)["hyperpod"]
+    assert hyperpod_stage["error"]["code"] == "HyperPodClusterFailed"
+    assert "lifecycle script exited with 1" in hyperpod_stage["error"]["message"]
+    sagemaker = cloud.client("sagemaker")
+    assert sagemaker.describe_cluster(ClusterName="hypd-e2e")["ClusterStatus"] == "Failed"
+
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert sagemaker.describe_cluster(ClusterName="hypd-e2e")["ClusterStatus"] == "InService"
+    assert stages(done)["eks"]["attempts"] == 1
+    assert stages(done)["hyperpod"]["attempts"] == 2
