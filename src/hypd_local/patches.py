@@ -33,6 +33,9 @@ What is patched (moto 5.2.5), and why:
 - stepfunctions ``BranchWorker._thread_routine``: a Parallel branch stopped before it got going
   (StopExecution racing its start) still reports itself terminated; moto's branch thread dies
   with "Could not set NextState ... ProgramStopped" and the execution waits for it forever.
+- fsx ``FileSystem``: a file system has a life cycle on the virtual clock (``Lifecycle``
+  CREATING for `FSX_CREATE_SECONDS`, then AVAILABLE; moto reports none, so a waiter would wait
+  forever), a ``CreationTime`` and a Lustre ``MountName``.
 - stepfunctions ``StepFunctionResponse.send_task_failure``: the ``cause`` reaches the waiting
   task (moto's response handler drops it, so a Catch would see the error without its cause).
 - events ``Rule.send_to_targets``: Lambda and Step Functions targets are delivered (moto raises
@@ -162,10 +165,50 @@ def install() -> None:
         _patch_executions()
         _patch_send_task_failure()
         _patch_parallel_branches()
+        _patch_fsx()
         _patch_events()
         _patch_sagemaker()
         _patch_botocore()
         _installed = True
+
+
+# ---------------------------------------------------------------------------------- FSx
+FSX_CREATE_SECONDS = 6 * 60
+"""How long an FSx file system stays CREATING on the local cloud (AWS: about 5-10 minutes)."""
+
+
+def _patch_fsx() -> None:
+    from moto.fsx.models import FileSystem
+
+    original_init: Any = FileSystem.__init__
+    original_to_dict: Any = FileSystem.to_dict
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        engine = _engine
+        self.hypd_created = (
+            engine.clock.now() if engine is not None else datetime.datetime.now(datetime.UTC)
+        )
+        self.hypd_mount_name = uuid.uuid4().hex[:8]
+
+    def to_dict(self: Any) -> dict[str, Any]:
+        described: dict[str, Any] = original_to_dict(self)
+        created = getattr(self, "hypd_created", None)
+        if created is None:
+            return described
+        engine = _engine
+        now = engine.clock.now() if engine is not None else datetime.datetime.now(datetime.UTC)
+        ready = created + datetime.timedelta(seconds=FSX_CREATE_SECONDS)
+        described["Lifecycle"] = "AVAILABLE" if now >= ready else "CREATING"
+        described["CreationTime"] = created.timestamp()
+        if self.file_system_type == "LUSTRE":
+            lustre = dict(described.get("LustreConfiguration") or {})
+            lustre.setdefault("MountName", self.hypd_mount_name)
+            described["LustreConfiguration"] = lustre
+        return described
+
+    _replace(FileSystem, "__init__", init)
+    _replace(FileSystem, "to_dict", to_dict)
 
 
 # ---------------------------------------------------------------------------------- parallel

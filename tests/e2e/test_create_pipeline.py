@@ -16,6 +16,7 @@ import pytest
 
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
+from statemachines.generate import HYPERPOD_WAIT_SECONDS
 from tests.support import fail_calls
 
 BUCKET = "hypd-e2e-data"
@@ -270,3 +271,90 @@ def test_a_failed_hyperpod_cluster_is_replaced_by_the_retry(api: ApiClient, clou
     assert sagemaker.describe_cluster(ClusterName="hypd-e2e")["ClusterStatus"] == "InService"
     assert stages(done)["eks"]["attempts"] == 1
     assert stages(done)["hyperpod"]["attempts"] == 2
+
+
+def test_fsx_for_lustre_storage_is_created_and_mounted(api: ApiClient, cloud: Any) -> None:
+    body = demo_request(api, "e2e", BUCKET)
+    body["storage"] = {"fsx": {"storageCapacityGiB": 1200}}
+
+    operation = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    (system,) = cloud.client("fsx").describe_file_systems()["FileSystems"]
+    assert system["Lifecycle"] == "AVAILABLE"
+    assert {"Key": "hypd:tag", "Value": "e2e"} in system["Tags"]
+    assert system["SubnetIds"] == [stages(operation)["network"]["output"]["computeSubnets"]["gpu"]]
+    assert operation["output"]["storage"]["kind"] == "fsx"
+    assert operation["output"]["storage"]["claimPhase"] == "Bound"
+    addons = cloud.client("eks").list_addons(clusterName="hypd-e2e")["addons"]
+    assert "aws-fsx-csi-driver" in addons
+
+
+def test_groups_keep_their_capacity_subnet_and_kubernetes_choices(
+    api: ApiClient, cloud: Any
+) -> None:
+    body = demo_request(api, "e2e", BUCKET)
+    cloud.client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+    )
+    body["instanceGroups"] = [
+        {**body["instanceGroups"][0], "labels": {"team": "research"}},
+        {"name": "spot", "instanceType": "ml.g6.4xlarge", "count": 2,
+         "capacity": {"type": "spot"}, "dedicatedSubnet": True,
+         "deepHealthChecks": ["InstanceStress"]},
+    ]
+
+    operation = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    subnets = stages(operation)["network"]["output"]["computeSubnets"]
+    assert subnets["spot"] != subnets["gpu"]
+    described = cloud.client("sagemaker").describe_cluster(ClusterName="hypd-e2e")
+    groups = {g["InstanceGroupName"]: g for g in described["InstanceGroups"]}
+    assert groups["spot"]["CapacityRequirements"] == {"Spot": {}}
+    assert groups["spot"]["OverrideVpcConfig"]["Subnets"] == [subnets["spot"]]
+    assert groups["spot"]["OnStartDeepHealthChecks"] == ["InstanceStress"]
+    assert groups["gpu"]["KubernetesConfig"]["DesiredLabels"] == {"team": "research"}
+    nodes = operation["output"]["nodes"]
+    assert sorted(n["group"] for n in nodes) == ["gpu", "spot", "spot"]
+    assert {n["health"] for n in nodes} == {"Schedulable"}
+
+
+def test_a_failed_eks_cluster_is_replaced_by_the_retry(api: ApiClient, cloud: Any) -> None:
+    cloud.emulation.eks.fail_next_cluster("hypd-e2e", "subnet capacity exhausted")
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    eks_stage = stages(failed)["eks"]
+    assert eks_stage["status"] == "FAILED"
+    assert "subnet capacity exhausted" in eks_stage["error"]["message"]
+    assert stages(failed)["network"]["status"] == "SUCCEEDED"
+
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]["status"] == "ACTIVE"
+    assert stages(done)["network"]["attempts"] == 1
+    assert stages(done)["eks"]["attempts"] == 2
+
+
+def test_a_lost_state_change_event_is_covered_by_the_fallback_poll(
+    api: ApiClient, cloud: Any
+) -> None:
+    # The state-change rule delivers nothing: the task-token wait times out and the pipeline
+    # looks at the cluster itself.
+    rule = cloud.resources["ClusterEventsFunctionHyperPodClusterStateChange"]
+    cloud.client("events").disable_rule(Name=rule)
+    operation_id = create(api, cloud)
+
+    # The token wait is the only thing left waiting once the cluster is InService unheard.
+    cloud.clock.wait_for_waiters(1, timeout=60)
+    cloud.clock.advance(HYPERPOD_WAIT_SECONDS)
+    done = follow(api, cloud, operation_id, timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    hyperpod_stage = stages(done)["hyperpod"]
+    assert hyperpod_stage["attempts"] == 1
+    assert seconds(hyperpod_stage) >= HYPERPOD_WAIT_SECONDS

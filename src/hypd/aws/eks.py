@@ -67,6 +67,15 @@ def create_cluster(client: Any, params: dict[str, Any]) -> dict[str, Any] | None
     return cluster
 
 
+def delete_cluster(client: Any, name: str) -> None:
+    """Start deleting the cluster (already gone, or already being deleted: nothing to do)."""
+    unless_not_found(
+        lambda: client.delete_cluster(name=name),
+        f"deleting EKS cluster {name}",
+        code_in("ResourceNotFoundException", "ResourceInUseException"),
+    )
+
+
 def create_access_entry(
     client: Any, cluster_name: str, principal_arn: str, client_token: str | None = None
 ) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -294,8 +294,13 @@ def ensure_eks_cluster(
     tags: Mapping[str, str],
     client_token: str,
     public_access_cidrs: Sequence[str] | None = None,
+    replace_failed: bool = False,
 ) -> EksState:
     """The cluster `name`, created if it does not exist yet; its current state.
+
+    `replace_failed` (a retry of the stage): a FAILED cluster of that name is deleted and, once
+    gone, created anew; meanwhile the state is DELETING (not ready: look again later). The
+    retry should pass a fresh `client_token`.
 
     Raises `EksClusterConflict` when a cluster of that name exists on other subnets (hence
     another VPC), without access entries, or is being deleted; `EksClusterFailed` when it is
@@ -303,7 +308,12 @@ def ensure_eks_cluster(
     """
     existing = eks_api.find_cluster(eks, name)
     if existing is not None:
-        return _adoptable(state_of(existing), subnet_ids)
+        state = state_of(existing)
+        if replace_failed and state.status in ("FAILED", "DELETING"):
+            if state.status == "FAILED":
+                eks_api.delete_cluster(eks, name)
+            return replace(state, status="DELETING")
+        return _adoptable(state, subnet_ids)
     params = create_cluster_params(
         name=name,
         role_arn=role_arn,

@@ -30,8 +30,11 @@ FSX_DRIVER = "fsx.csi.aws.com"
 S3_NOMINAL_CAPACITY = "1200Gi"
 """Mountpoint ignores capacity; Kubernetes requires one on a PV and its claim."""
 
-FSX_EXPECTED_SECONDS = 600
-"""An FSx for Lustre file system takes about 5-10 minutes to become AVAILABLE."""
+FSX_EXPECTED_SECONDS = 300
+"""An FSx for Lustre file system takes about 5-10 minutes to become AVAILABLE: the first look
+is at the early end, then every 30 s."""
+FSX_TIMEOUT_SECONDS = 60 * 60
+"""After this long still CREATING, the stage fails (FileSystemTimedOut) instead of waiting on."""
 
 DEFAULT_FSX_DEPLOYMENT = FsxDeploymentType.PERSISTENT_2
 FSX_THROUGHPUT_PER_TIB = 125
@@ -44,6 +47,10 @@ class StorageBucketNotFound(PermanentError):
 
 class FileSystemFailed(PermanentError):
     code = "FileSystemFailed"
+
+
+class FileSystemTimedOut(PermanentError):
+    code = "FileSystemTimedOut"
 
 
 def volume_name(tag: str) -> str:
@@ -154,7 +161,17 @@ def _raise_if_failed(system: Mapping[str, Any]) -> None:
 
 
 def next_check_seconds(elapsed_seconds: float) -> int:
-    """When to look at the file system again: near its expected end first, then every 30 s."""
+    """When to look at the file system again: near its expected end first, then every 30 s.
+
+    Raises:
+        FileSystemTimedOut: it has been creating for `FSX_TIMEOUT_SECONDS`.
+    """
+    if elapsed_seconds >= FSX_TIMEOUT_SECONDS:
+        raise FileSystemTimedOut(
+            f"the FSx for Lustre file system is still not AVAILABLE after "
+            f"{int(elapsed_seconds // 60)} minutes",
+            details={"elapsedSeconds": int(elapsed_seconds)},
+        )
     if elapsed_seconds < FSX_EXPECTED_SECONDS:
         return int(FSX_EXPECTED_SECONDS - elapsed_seconds)
     return 30

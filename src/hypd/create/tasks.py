@@ -31,7 +31,7 @@ from hypd.clusters.models import (
 from hypd.clusters.store import ClusterStore
 from hypd.create import addons, chart, control_plane, hyperpod, network_stack, storage, verify
 from hypd.create.waiters import WaiterStore, settle
-from hypd.errors import NotFoundError, PermanentError
+from hypd.errors import OperationStateError, PermanentError
 from hypd.kubernetes import TokenCache, kubernetes_api, token_sts_client
 from hypd.kubernetes.apply import AppliedObject, apply_manifests, check_rollout
 from hypd.network import ComputeSubnetRequest, ensure_compute_subnet
@@ -45,6 +45,7 @@ from hypd.operations.tasks import StepFunctionsError
 from hypd.tasks import TaskInput, TaskRouter
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
 POD_IPS_PER_NODE = 32
@@ -153,14 +154,15 @@ def build_router(services: CreateServices) -> TaskRouter:
         operation = operations.get(operation_id)
         return operation, ResolvedCreate.model_validate(operation.input)
 
-    def output_of(operation: Operation, stage: str, model: type[T]) -> T:
+    def output_of(operation: Operation, stage: str, model: type[M]) -> M:
+        """What an earlier stage made, as it recorded it."""
         recorded = operation.stage(stage).output
         if recorded is None:
-            raise NotFoundError(
+            raise OperationStateError(
                 f"operation {operation.id}: stage {stage} has no recorded output",
                 details={"stage": stage},
             )
-        return model.model_validate(recorded)  # type: ignore[attr-defined,no-any-return]
+        return model.model_validate(recorded)
 
     def elapsed(operation: Operation, stage: str) -> float:
         """Seconds since the stage's current attempt started."""
@@ -289,21 +291,21 @@ def build_router(services: CreateServices) -> TaskRouter:
     def eks_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
-            eks = services.client("eks")
-            if start:
-                network = output_of(operation, "network", NetworkOutput)
-                state = control_plane.ensure_eks_cluster(
-                    eks,
-                    name=resolved.eks_cluster_name,
-                    role_arn=services.settings.eks_cluster_role_arn,
-                    subnet_ids=network.control_plane_subnet_ids,
-                    security_group_ids=[network.security_group_id],
-                    kubernetes_version=resolved.kubernetes_version,
-                    tags={HYPD_TAG_KEY: resolved.tag},
-                    client_token=f"{operation.id}-eks",
-                )
-            else:
-                state = control_plane.read_eks_cluster(eks, resolved.eks_cluster_name)
+            network = output_of(operation, "network", NetworkOutput)
+            attempt = operation.stage("eks").attempts
+            # Inspect before create, on every look: a FAILED cluster of an earlier attempt is
+            # replaced (the retry path), whose deletion takes several looks.
+            state = control_plane.ensure_eks_cluster(
+                services.client("eks"),
+                name=resolved.eks_cluster_name,
+                role_arn=services.settings.eks_cluster_role_arn,
+                subnet_ids=network.control_plane_subnet_ids,
+                security_group_ids=[network.security_group_id],
+                kubernetes_version=resolved.kubernetes_version,
+                tags={HYPD_TAG_KEY: resolved.tag},
+                client_token=f"{operation.id}-eks-{attempt}",
+                replace_failed=attempt > 1,
+            )
             return poll_result(
                 state.ready,
                 control_plane.next_check_seconds(elapsed(operation, "eks")),
@@ -594,10 +596,7 @@ def _record_cluster(
         services.client("sagemaker"), resolved.hyperpod_cluster_name
     )
     now = clock.now_iso()
-    try:
-        record = services.clusters.get(resolved.tag)
-    except NotFoundError:
-        record = None
+    record = services.clusters.find(resolved.tag)
     updates: dict[str, Any] = {
         "eks": eks_model,
         "hyperpod": hyperpod_model,
@@ -606,8 +605,11 @@ def _record_cluster(
         "last_operation_id": operation.id,
         "status": status,
     }
-    if record is None:
-        assert eks_model is not None
+    if record is None:  # the record POST /clusters wrote is gone: write it anew
+        if eks_model is None:
+            raise OperationStateError(
+                f"EKS cluster {resolved.eks_cluster_name} of cluster {resolved.tag} is gone"
+            )
         record = Cluster.model_validate(
             {
                 "tag": resolved.tag,

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hypd.clusters.create_request import StorageRequest
-from hypd.create.storage import CLAIM_NAME, fsx_manifests, next_check_seconds, s3_manifests
+from hypd.create.storage import (
+    CLAIM_NAME,
+    FSX_TIMEOUT_SECONDS,
+    FileSystemTimedOut,
+    fsx_manifests,
+    next_check_seconds,
+    s3_manifests,
+)
 
 
 def test_s3_volume_is_static_and_bound_to_the_claim_by_name() -> None:
@@ -41,6 +50,11 @@ def test_fsx_volume_names_the_file_system() -> None:
 
 
 def test_file_system_checks_start_near_the_expected_end() -> None:
-    assert next_check_seconds(0) == 600
-    assert next_check_seconds(590) == 10
+    assert next_check_seconds(0) == 300
+    assert next_check_seconds(290) == 10
     assert next_check_seconds(900) == 30
+
+
+def test_a_file_system_that_never_becomes_available_fails_the_stage() -> None:
+    with pytest.raises(FileSystemTimedOut, match="60 minutes"):
+        next_check_seconds(FSX_TIMEOUT_SECONDS)
