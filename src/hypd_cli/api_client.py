@@ -1,29 +1,248 @@
-"""A small client for the hypd REST API (the CLI's only way in; it never calls AWS directly)."""
+"""A small client for the hypd REST API, shared by the CLI and the MCP server.
+
+Clients never call AWS or Kubernetes themselves: every action is one REST operation, named by
+its ``operationId`` in docs/openapi.json (`ROUTES`).
+
+    api = ApiClient.connect("https://abc123.execute-api.us-west-2.amazonaws.com/v1")  # signed
+    api = ApiClient.connect("http://127.0.0.1:8080/v1")                              # local
+    api.call("getOperation", operationId="op-...")
+    api.get_operation("op-...")                                   # the same, typed
+
+Against AWS every request is signed with SigV4 for the ``execute-api`` service, with
+credentials from botocore's standard chain (environment, profile, SSO, instance role...).
+Against the local cloud (a loopback endpoint) requests go unsigned; the local API front
+accepts both.
+
+Errors: `ApiError` (the API answered 4xx/5xx; carries its ``code``, ``message`` and
+``details``), `ApiUnreachable` (no answer from the endpoint), `ApiConfigError` (no usable
+endpoint, Region or credentials). All three are `ApiClientError`.
+"""
 
 from __future__ import annotations
 
+import http.client
+import ipaddress
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+SERVICE = "execute-api"
+USER_AGENT = "hypd-cli/0.1"
 
-class ApiError(Exception):
+# execute-api's default host names carry the Region: {api-id}.execute-api.{region}.amazonaws.com
+_EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
+
+
+@dataclass(frozen=True)
+class Route:
+    """One REST operation: method, path template (``{name}`` segments), query parameters and
+    whether it takes a JSON body."""
+
+    method: str
+    path: str
+    query: tuple[str, ...] = ()
+    has_body: bool = False
+
+    @property
+    def path_params(self) -> tuple[str, ...]:
+        return tuple(re.findall(r"{(\w+)}", self.path))
+
+
+# operationId -> route; a test checks this table against docs/openapi.json.
+ROUTES: dict[str, Route] = {
+    "listClusters": Route("GET", "/clusters", ("limit", "nextToken")),
+    "getCluster": Route("GET", "/clusters/{tag}"),
+    "createCluster": Route("POST", "/clusters", has_body=True),
+    "discoverClusters": Route("POST", "/clusters/discover", has_body=True),
+    "listOperations": Route("GET", "/operations", ("clusterTag", "status", "limit", "nextToken")),
+    "getOperation": Route("GET", "/operations/{operationId}"),
+    "retryOperation": Route("POST", "/operations/{operationId}/retry"),
+    "cancelOperation": Route("POST", "/operations/{operationId}/cancel"),
+    "listAvailabilityZones": Route("GET", "/catalog/availability-zones"),
+    "listInstanceTypes": Route("GET", "/catalog/instance-types", ("availabilityZone",)),
+    "listTrainingPlans": Route("GET", "/catalog/training-plans"),
+}
+
+
+class ApiClientError(Exception):
+    """Anything that kept a request from getting an answer it could use."""
+
+
+class ApiError(ApiClientError):
     """The API answered with an error: its status, code, message and details."""
 
-    def __init__(self, status: int, code: str, message: str, details: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: dict[str, Any],
+        operation_id: str | None = None,
+    ) -> None:
         super().__init__(f"{code}: {message}")
         self.status = status
         self.code = code
         self.message = message
         self.details = details
+        self.operation_id = operation_id
+
+    @property
+    def temporary(self) -> bool:
+        """Worth asking again later (throttled, or the service failed)."""
+        return self.status == 429 or self.status >= 500
+
+
+class ApiUnreachable(ApiClientError):
+    """No HTTP answer from the endpoint (refused, DNS, TLS, timeout, connection dropped)."""
+
+    def __init__(self, endpoint: str, reason: str) -> None:
+        super().__init__(f"cannot reach the hypd API at {endpoint}: {reason}")
+        self.endpoint = endpoint
+        self.reason = reason
+
+
+class ApiConfigError(ApiClientError, ValueError):
+    """The client cannot be set up: bad endpoint, no Region, no credentials, unknown profile."""
+
+
+def is_local_endpoint(endpoint: str) -> bool:
+    """Whether the endpoint is on this machine (the local cloud): loopback names and addresses."""
+    host = urllib.parse.urlsplit(endpoint).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def region_of_endpoint(endpoint: str) -> str | None:
+    """The Region in an execute-api default host name, else None (custom domain, local)."""
+    match = _EXECUTE_API_HOST.match(urllib.parse.urlsplit(endpoint).hostname or "")
+    return match.group(1) if match else None
+
+
+class SigV4Signer:
+    """Signs requests for ``execute-api`` (SigV4, body included) with botocore's signer.
+
+    ``credentials`` is a botocore ``Credentials`` object (refreshable ones are refreshed as
+    needed: each request signs with the current frozen set).
+    """
+
+    def __init__(self, credentials: Any, region: str, service: str = SERVICE) -> None:
+        self.credentials = credentials
+        self.region = region
+        self.service = service
+
+    @classmethod
+    def from_session(
+        cls, *, profile: str | None = None, region: str | None = None, endpoint: str | None = None
+    ) -> SigV4Signer:
+        """Credentials from botocore's standard chain (of ``profile``, else the default one).
+        Region: ``region``, else the endpoint's execute-api host, else the session's."""
+        import botocore.exceptions
+        import botocore.session
+
+        try:
+            session = botocore.session.Session(profile=profile)
+            credentials = session.get_credentials()
+            region = region or (region_of_endpoint(endpoint) if endpoint else None)
+            region = region or session.get_config_variable("region")
+        except botocore.exceptions.BotoCoreError as exc:
+            raise ApiConfigError(str(exc)) from None
+        if credentials is None:
+            raise ApiConfigError(
+                "no AWS credentials found (environment, --profile, ~/.aws, SSO or instance "
+                "role); requests to the hypd API are signed with SigV4"
+            )
+        if not region:
+            raise ApiConfigError(
+                "no AWS Region: give --region (or set AWS_REGION / a profile's region)"
+            )
+        return cls(credentials, region)
+
+    def sign(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
+    ) -> dict[str, str]:
+        """The headers to send: ``headers`` plus X-Amz-Date, Authorization (and
+        X-Amz-Security-Token for temporary credentials)."""
+        import botocore.exceptions
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        try:
+            frozen = self.credentials.get_frozen_credentials()
+        except botocore.exceptions.BotoCoreError as exc:
+            raise ApiConfigError(f"cannot load AWS credentials: {exc}") from None
+        request = AWSRequest(method=method, url=url, data=body or b"", headers=dict(headers))
+        SigV4Auth(frozen, self.service, self.region).add_auth(request)
+        return dict(request.headers.items())
 
 
 class ApiClient:
-    def __init__(self, endpoint: str, timeout: float = 30.0) -> None:
+    """The hypd REST API at ``endpoint`` (the stage URL, e.g. ``https://.../v1``)."""
+
+    def __init__(
+        self, endpoint: str, timeout: float = 30.0, *, signer: SigV4Signer | None = None
+    ) -> None:
+        if not endpoint.startswith(("http://", "https://")):
+            raise ApiConfigError(f"the endpoint must be an http(s) URL, not {endpoint!r}")
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
+        self.signer = signer
+
+    @classmethod
+    def connect(
+        cls,
+        endpoint: str,
+        *,
+        region: str | None = None,
+        profile: str | None = None,
+        sign: bool | None = None,
+        timeout: float = 30.0,
+    ) -> ApiClient:
+        """A client for ``endpoint``: signed (SigV4, botocore's credential chain) unless
+        ``sign`` is False, or None and the endpoint is local (loopback)."""
+        if sign is None:
+            sign = not is_local_endpoint(endpoint)
+        signer = (
+            SigV4Signer.from_session(profile=profile, region=region, endpoint=endpoint)
+            if sign
+            else None
+        )
+        return cls(endpoint, timeout, signer=signer)
+
+    # -- the generic door ------------------------------------------------------------------
+
+    def call(
+        self, operation_id: str, /, *, body: dict[str, Any] | None = None, **params: Any
+    ) -> dict[str, Any]:
+        """Run the REST operation ``operation_id`` (see `ROUTES`): path parameters and query
+        parameters by their API names, ``body`` for POST."""
+        try:
+            route = ROUTES[operation_id]
+        except KeyError:
+            raise ValueError(f"unknown operation {operation_id!r}") from None
+        unknown = set(params) - set(route.path_params) - set(route.query)
+        if unknown:
+            raise TypeError(f"{operation_id} takes no parameter {', '.join(sorted(unknown))}")
+        if body is not None and not route.has_body:
+            raise TypeError(f"{operation_id} takes no body")
+        path = route.path
+        for name in route.path_params:
+            value = params.get(name)
+            if value is None or value == "":
+                raise TypeError(f"{operation_id} needs {name}")
+            path = path.replace("{" + name + "}", urllib.parse.quote(str(value), safe=""))
+        query = {name: params[name] for name in route.query if params.get(name) is not None}
+        return self.request(
+            route.method, path, query=query, body=body, operation_id=operation_id
+        )
 
     def request(
         self,
@@ -32,24 +251,44 @@ class ApiClient:
         *,
         query: dict[str, Any] | None = None,
         body: dict[str, Any] | None = None,
+        operation_id: str | None = None,
     ) -> dict[str, Any]:
         url = self.endpoint + path
-        params = {k: v for k, v in (query or {}).items() if v is not None}
+        params = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
         if params:
-            url += "?" + urllib.parse.urlencode(params)
+            # RFC 3986 encoding (%20, not +): what SigV4's canonical query string expects.
+            url += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote, safe="-_.~")
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - http(s) only
-        request.add_header("Accept", "application/json")
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if data is not None:
-            request.add_header("Content-Type", "application/json")
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"endpoint must be an http(s) URL, not {self.endpoint}")
+            headers["Content-Type"] = "application/json"
+        if self.signer is not None:
+            headers = self.signer.sign(method, url, headers, data)
+        request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
+            url, data=data, method=method, headers=headers
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+                status = response.status
                 payload = response.read()
         except urllib.error.HTTPError as exc:
-            raise _api_error(exc.code, exc.read()) from None
-        result: dict[str, Any] = json.loads(payload) if payload else {}
+            raise _api_error(exc.code, exc.read(), exc.headers, operation_id) from None
+        except urllib.error.URLError as exc:
+            raise ApiUnreachable(self.endpoint, str(exc.reason)) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise ApiUnreachable(self.endpoint, str(exc) or type(exc).__name__) from None
+        if not payload:
+            return {}
+        try:
+            result = json.loads(payload)
+        except ValueError:
+            raise ApiError(
+                status, "InvalidResponse", f"the API answered {status} with a body that is not "
+                f"JSON: {payload[:200].decode(errors='replace')}", {}, operation_id
+            ) from None
+        if not isinstance(result, dict):
+            raise ApiError(status, "InvalidResponse", "the API answered with a JSON "
+                           f"{type(result).__name__}, not an object", {}, operation_id)
         return result
 
     def get(self, path: str, **query: Any) -> dict[str, Any]:
@@ -58,17 +297,80 @@ class ApiClient:
     def post(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         return self.request("POST", path, body=body)
 
+    # -- one typed method per REST operation -----------------------------------------------
 
-def _api_error(status: int, raw: bytes) -> ApiError:
+    def list_clusters(
+        self, *, limit: int | None = None, next_token: str | None = None
+    ) -> dict[str, Any]:
+        return self.call("listClusters", limit=limit, nextToken=next_token)
+
+    def get_cluster(self, tag: str) -> dict[str, Any]:
+        return self.call("getCluster", tag=tag)
+
+    def create_cluster(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("createCluster", body=body)
+
+    def discover_clusters(self, cluster_names: list[str] | None = None) -> dict[str, Any]:
+        body = {"clusterNames": cluster_names} if cluster_names else None
+        return self.call("discoverClusters", body=body)
+
+    def list_operations(
+        self,
+        *,
+        cluster_tag: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+    ) -> dict[str, Any]:
+        return self.call(
+            "listOperations", clusterTag=cluster_tag, status=status, limit=limit,
+            nextToken=next_token,
+        )
+
+    def get_operation(self, operation_id: str) -> dict[str, Any]:
+        return self.call("getOperation", operationId=operation_id)
+
+    def retry_operation(self, operation_id: str) -> dict[str, Any]:
+        return self.call("retryOperation", operationId=operation_id)
+
+    def cancel_operation(self, operation_id: str) -> dict[str, Any]:
+        return self.call("cancelOperation", operationId=operation_id)
+
+    def list_availability_zones(self) -> dict[str, Any]:
+        return self.call("listAvailabilityZones")
+
+    def list_instance_types(self, availability_zone: str | None = None) -> dict[str, Any]:
+        return self.call("listInstanceTypes", availabilityZone=availability_zone)
+
+    def list_training_plans(self) -> dict[str, Any]:
+        return self.call("listTrainingPlans")
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _api_error(
+    status: int, raw: bytes, headers: Any = None, operation_id: str | None = None
+) -> ApiError:
     try:
         payload = json.loads(raw)
     except ValueError:
         payload = {}
     if not isinstance(payload, dict):
         payload = {}
+    # API Gateway's own errors (403 Missing Authentication Token, signature mismatch, 429...)
+    # have only {"message"} and name their type in the x-amzn-ErrorType header.
+    gateway_type = (headers.get("x-amzn-ErrorType") if headers is not None else None) or ""
+    code = payload.get("code") or gateway_type.split(":")[0] or f"HTTP{status}"
+    message = (
+        payload.get("message") or payload.get("Message") or raw[:200].decode(errors="replace")
+        or http.client.responses.get(status, "")
+    )
+    details = payload.get("details")
     return ApiError(
-        status,
-        str(payload.get("code") or f"HTTP{status}"),
-        str(payload.get("message") or raw[:200].decode(errors="replace")),
-        dict(payload.get("details") or {}),
+        status, str(code), str(message), dict(details) if isinstance(details, dict) else {},
+        operation_id,
     )

@@ -14,11 +14,11 @@ import contextlib
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from hypd_cli.api_client import ApiClient, ApiError
+from hypd_cli.output import stage_table
 from hypd_cli.tables import render_table
 
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
@@ -191,35 +191,3 @@ def follow(api: ApiClient, cloud: Any, operation_id: str, timeout: float = 120) 
         if time.monotonic() > deadline:
             raise TimeoutError(f"operation {operation_id} did not end within {timeout} s")
         cloud.wait_for_executions(timeout=30)
-
-
-def _seconds(start: str | None, end: str | None) -> str:
-    if not start or not end:
-        return ""
-    delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
-    return f"{delta.total_seconds():.1f}s"
-
-
-def stage_table(operation: dict[str, Any]) -> str:
-    rows = [
-        (
-            stage["name"],
-            stage["status"],
-            stage["attempts"],
-            _seconds(stage.get("startedAt"), stage.get("endedAt")),
-            _stage_note(stage),
-        )
-        for stage in operation["stages"]
-    ]
-    return render_table(("STAGE", "STATUS", "ATTEMPTS", "TOOK", "RESULT"), rows)
-
-
-def _stage_note(stage: dict[str, Any]) -> str:
-    if stage.get("error"):
-        return f"{stage['error']['code']}: {stage['error']['message']}"
-    output = stage.get("output") or {}
-    if "found" in output:
-        return f"found {output['found']}: {', '.join(output.get('names', []))}"
-    if "recorded" in output:
-        return f"recorded {', '.join(output['recorded']) or 'none'}"
-    return ""

@@ -131,7 +131,16 @@ def quiet_known_gaps() -> None:
     warnings.filterwarnings(
         "ignore", message="Tried to parse AWS::EC2::SecurityGroupEgress", category=UserWarning
     )
-    logging.getLogger("moto.cloudformation.parsing").setLevel(logging.ERROR)
+    moto_logger = logging.getLogger("moto")
+    if not any(isinstance(f, _SkippedEgressFilter) for f in moto_logger.filters):
+        moto_logger.addFilter(_SkippedEgressFilter())
+
+
+class _SkippedEgressFilter(logging.Filter):
+    """Drops moto's "No Moto CloudFormation support for AWS::EC2::SecurityGroupEgress"."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "AWS::EC2::SecurityGroupEgress" not in record.getMessage()
 
 
 def local_parameters(template: Path) -> dict[str, str]:

@@ -12,13 +12,23 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.local",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "hypd_cli.local",
+    "hypd_cli.clusters",
+    "hypd_cli.operations",
+    "hypd_cli.catalog",
+    "hypd_cli.mcp_command",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hypd",
         description="hypd: a serverless control plane for SageMaker HyperPod on EKS.",
+        epilog=(
+            "The connection and output options (--endpoint, --region, --profile, "
+            "--no-sign-request, -o/--output) go before or after the command."
+        ),
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
@@ -27,13 +37,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+GLOBAL_VALUE_OPTIONS = ("--endpoint", "--region", "--profile", "-o", "--output")
+GLOBAL_FLAGS = ("--no-sign-request",)
+
+
+def hoist_global_options(argv: Sequence[str]) -> list[str]:
+    """`hypd --endpoint URL clusters list` -> `hypd clusters list --endpoint URL`.
+
+    The connection and output options belong to each command (as in the AWS CLI they may also
+    come first): options before the command are moved after it, where the command parses them.
+    """
+    leading: list[str] = []
+    rest = list(argv)
+    while rest and rest[0].startswith("-") and rest[0] not in ("-h", "--help"):
+        option = rest.pop(0)
+        name = option.split("=", 1)[0]
+        if name in GLOBAL_VALUE_OPTIONS and "=" not in option and rest:
+            leading += [option, rest.pop(0)]
+        elif name in GLOBAL_VALUE_OPTIONS or name in GLOBAL_FLAGS:
+            leading.append(option)
+        else:
+            return list(argv)  # not ours: let argparse report it
+    return rest + leading
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None) or getattr(args, "func", None)
     if handler is None:
         # A group given without its subcommand (e.g. "hypd local").
-        parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "--help"])
+        parser.parse_args([*argv, "--help"])
         return 2
     result: int = handler(args)
     return result

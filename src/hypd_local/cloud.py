@@ -303,7 +303,7 @@ class LocalCloud:
             "AWS_REGION": self.region,
         }
         if self._front is not None:
-            env["HYPD_API_URL"] = self.api_url
+            env["HYPD_ENDPOINT"] = self.api_url  # what the hypd CLI and MCP server read
         return env
 
     def boto3_session(self) -> boto3.session.Session:

@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from hypd import clock
-from hypd.api.errors import ERROR_RESPONSES
+from hypd.api.errors import ERROR_RESPONSES, json_response
 from hypd.api.models import (
     AvailabilityZoneList,
     AvailabilityZoneView,
@@ -52,7 +52,12 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         description="The zones that are available and opted in (Local Zones excluded).",
         operation_id="listAvailabilityZones",
         tags=TAGS,
-        responses=READ_ERRORS,
+        responses={
+            200: json_response(
+                "AvailabilityZoneList", "The Region's Availability Zones."
+            ),
+            **READ_ERRORS,
+        },
     )
     def list_availability_zones() -> AvailabilityZoneList:
         zones = ec2_api.list_availability_zones(services.ec2_client())
@@ -74,7 +79,12 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         ),
         operation_id="listInstanceTypes",
         tags=TAGS,
-        responses=READ_ERRORS,
+        responses={
+            200: json_response(
+                "InstanceTypeList", "The HyperPod instance types and the zones that offer them."
+            ),
+            **READ_ERRORS,
+        },
     )
     def list_instance_types(
         availability_zone: Annotated[
@@ -108,7 +118,12 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         ),
         operation_id="listTrainingPlans",
         tags=TAGS,
-        responses=READ_ERRORS,
+        responses={
+            200: json_response(
+                "TrainingPlanList", "The account's training plans in this Region."
+            ),
+            **READ_ERRORS,
+        },
     )
     def list_training_plans() -> TrainingPlanList:
         plans = training_plans(services.sagemaker_client())

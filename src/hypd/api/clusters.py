@@ -11,7 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from hypd import clock
 from hypd.api.catalog import catalog_for_create
-from hypd.api.errors import ERROR_RESPONSES, accepted_response
+from hypd.api.errors import ERROR_RESPONSES, accepted_response, json_response
 from hypd.api.models import ClusterList, ClusterView, DiscoverRequest, OperationAccepted
 from hypd.api.services import ApiServices
 from hypd.clusters.create_request import (
@@ -135,7 +135,10 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         summary="List clusters",
         operation_id="listClusters",
         tags=["clusters"],
-        responses={400: ERROR_RESPONSES[400]},
+        responses={
+            200: json_response("ClusterList", "The recorded clusters, and the next page's token."),
+            400: ERROR_RESPONSES[400],
+        },
     )
     def list_clusters(
         limit: Annotated[int, Query(ge=1, le=100)] = 50,
@@ -152,7 +155,11 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         summary="Get a cluster",
         operation_id="getCluster",
         tags=["clusters"],
-        responses={400: ERROR_RESPONSES[400], 404: ERROR_RESPONSES[404]},
+        responses={
+            200: json_response("ClusterView", "The cluster's record."),
+            400: ERROR_RESPONSES[400],
+            404: ERROR_RESPONSES[404],
+        },
     )
     def get_cluster(
         tag: Annotated[str, Path(pattern=CLUSTER_TAG_PATTERN)],

@@ -33,14 +33,18 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
 }
 
 
-def accepted_response(description: str) -> OpenAPIResponse:
-    """The OpenAPI 202 response of a route that starts an operation."""
+def json_response(schema: str, description: str) -> OpenAPIResponse:
+    """An OpenAPI response whose JSON body is the component schema `schema` (a route that
+    declares its responses gets no 200 from its return type: name it here)."""
     return {
         "description": description,
-        "content": {
-            "application/json": {"schema": {"$ref": "#/components/schemas/OperationAccepted"}}
-        },
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
     }
+
+
+def accepted_response(description: str) -> OpenAPIResponse:
+    """The OpenAPI 202 response of a route that starts an operation."""
+    return json_response("OperationAccepted", description)
 
 
 def error_response(

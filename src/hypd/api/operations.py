@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
-from hypd.api.errors import ERROR_RESPONSES
+from hypd.api.errors import ERROR_RESPONSES, json_response
 from hypd.api.models import OperationList, OperationView
 from hypd.api.services import ApiServices
 from hypd.clusters.models import CLUSTER_TAG_PATTERN
@@ -22,10 +22,7 @@ OperationId = Annotated[str, Path(alias="operationId", pattern=OPERATION_ID_PATT
 
 def operation_response(description: str) -> OpenAPIResponse:
     """The OpenAPI 202 response of a route that answers with the operation."""
-    return {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OperationView"}}},
-    }
+    return json_response("OperationView", description)
 
 
 def build_router(services: ApiServices) -> APIGatewayRouter:
@@ -41,7 +38,12 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         description="Filter by cluster tag and/or status; page with nextToken.",
         operation_id="listOperations",
         tags=["operations"],
-        responses={400: ERROR_RESPONSES[400]},
+        responses={
+            200: json_response(
+                "OperationList", "Operations, newest first, and the next page's token."
+            ),
+            400: ERROR_RESPONSES[400],
+        },
     )
     def list_operations(
         cluster_tag: Annotated[
@@ -64,7 +66,11 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         summary="Get an operation with its stages",
         operation_id="getOperation",
         tags=["operations"],
-        responses={400: ERROR_RESPONSES[400], 404: ERROR_RESPONSES[404]},
+        responses={
+            200: json_response("OperationView", "The operation with its stages."),
+            400: ERROR_RESPONSES[400],
+            404: ERROR_RESPONSES[404],
+        },
     )
     def get_operation(operation_id: OperationId) -> OperationView:
         logger.set_correlation_id(operation_id)

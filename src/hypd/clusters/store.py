@@ -164,7 +164,15 @@ def cluster_exists(tag: str, existing: Cluster | None) -> ClusterExists:
         how += ")"
         if existing.last_operation_id:
             details["lastOperationId"] = existing.last_operation_id
-    return ClusterExists(f"cluster {tag} exists already{how}", details=details)
+    hint = ""
+    if existing is not None and existing.status is ClusterStatus.FAILED and (
+        existing.last_operation_id
+    ):
+        hint = (
+            f"; its creation failed: resume it with POST /operations/"
+            f"{existing.last_operation_id}/retry"
+        )
+    return ClusterExists(f"cluster {tag} exists already{how}{hint}", details=details)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,109 @@
+"""``hypd catalog zones|instance-types|training-plans``: what a create can ask for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypd_cli.cli import EXIT_OK, Context, api_command
+from hypd_cli.output import print_json, print_table, short_time
+
+
+def register(subparsers: Any) -> None:
+    catalog = subparsers.add_parser(
+        "catalog", help="inspect before create: zones, instance types, training plans",
+        description="The catalogue: the Region's Availability Zones, the HyperPod instance "
+        "types each zone offers, and the account's training plans.",
+    )
+    commands = catalog.add_subparsers(dest="catalog_command", metavar="COMMAND")
+
+    zones = commands.add_parser("zones", help="the Region's Availability Zones "
+                                "(GET /catalog/availability-zones)")
+    api_command(zones, "catalog zones", list_zones)
+
+    types = commands.add_parser(
+        "instance-types", help="HyperPod instance types with GPU, memory, network-card and "
+        "EFA facts (GET /catalog/instance-types)",
+    )
+    types.add_argument("--zone", metavar="ZONE", help="only the types this zone offers, "
+                       "e.g. us-west-2a")
+    api_command(types, "catalog instance-types", list_instance_types)
+
+    plans = commands.add_parser("training-plans", help="training plans with their zones, "
+                                "types and counts (GET /catalog/training-plans)")
+    api_command(plans, "catalog training-plans", list_training_plans)
+
+
+def list_zones(ctx: Context) -> int:
+    response = ctx.client.list_availability_zones()
+    if ctx.json:
+        print_json(ctx, response)
+        return EXIT_OK
+    rows = [(z["name"], z.get("zoneId"), z.get("state")) for z in response["availabilityZones"]]
+    print_table(ctx, ("ZONE", "ZONE ID", "STATE"), rows)
+    return EXIT_OK
+
+
+def list_instance_types(ctx: Context) -> int:
+    response = ctx.client.list_instance_types(ctx.args.zone)
+    if ctx.json:
+        print_json(ctx, response)
+        return EXIT_OK
+    rows = [
+        (
+            t["instanceType"], t.get("vCpus") or "-", gib(t.get("memoryMiB")),
+            accelerators(t), efa(t), ", ".join(t.get("availabilityZones") or []),
+        )
+        for t in response["instanceTypes"]
+    ]
+    print_table(ctx, ("INSTANCE TYPE", "VCPUS", "MEMORY", "ACCELERATORS", "EFA", "ZONES"), rows)
+    return EXIT_OK
+
+
+def list_training_plans(ctx: Context) -> int:
+    response = ctx.client.list_training_plans()
+    if ctx.json:
+        print_json(ctx, response)
+        return EXIT_OK
+    rows = [
+        (
+            p["name"], p["status"], plan_capacity(p), ", ".join(p.get("availabilityZones") or []),
+            short_time(p.get("startTime")), short_time(p.get("endTime")), p["arn"],
+        )
+        for p in response["trainingPlans"]
+    ]
+    print_table(ctx, ("NAME", "STATUS", "CAPACITY", "ZONES", "START", "END", "ARN"), rows)
+    return EXIT_OK
+
+
+def gib(mib: int | None) -> str:
+    if not mib:
+        return "-"
+    return f"{mib // 1024} GiB" if mib % 1024 == 0 else f"{mib / 1024:.1f} GiB"
+
+
+def accelerators(instance_type: dict[str, Any]) -> str:
+    """``1 x NVIDIA L4 (24 GiB)``, ``16 x AWS Trainium``, or ``-``."""
+    parts = []
+    for gpu in instance_type.get("gpus") or []:
+        memory = f" ({gib(gpu['memoryMiB'])})" if gpu.get("memoryMiB") else ""
+        parts.append(f"{gpu['count']} x {gpu.get('manufacturer', '')} {gpu['name']}{memory}"
+                     .replace("  ", " "))
+    for device in instance_type.get("neuronDevices") or []:
+        parts.append(f"{device.get('count')} x {device.get('name')}")
+    return ", ".join(parts) or "-"
+
+
+def efa(instance_type: dict[str, Any]) -> str:
+    if not instance_type.get("efaSupported"):
+        return "no"
+    cards = instance_type.get("maximumNetworkCards")
+    return f"yes ({cards} cards)" if cards and cards > 1 else "yes"
+
+
+def plan_capacity(plan: dict[str, Any]) -> str:
+    types = ", ".join(plan.get("instanceTypes") or []) or "-"
+    total = plan.get("totalInstanceCount")
+    available = plan.get("availableInstanceCount")
+    if total is None:
+        return types
+    return f"{available if available is not None else '?'}/{total} {types} available"

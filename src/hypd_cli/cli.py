@@ -1,0 +1,207 @@
+"""What every API command shares: the connection and output options, the command table
+(command -> the one REST operation it runs), exit codes and error reporting.
+
+Options go after the command, as with the AWS CLI and kubectl (``hypd clusters list --output
+json --endpoint URL``); ``HYPD_ENDPOINT`` saves repeating the endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from hypd_cli.api_client import (
+    ApiClient,
+    ApiConfigError,
+    ApiError,
+    ApiUnreachable,
+)
+
+ENDPOINT_ENV = "HYPD_ENDPOINT"
+
+# Exit codes scripts can rely on (docs/cli.md).
+EXIT_OK = 0
+EXIT_FAILED = 1  # the API answered 4xx/5xx, or the operation ended FAILED/CANCELLED
+EXIT_USAGE = 2  # bad arguments or configuration (argparse's own code)
+EXIT_UNREACHABLE = 3  # no answer from the endpoint
+EXIT_TIMEOUT = 4  # ops watch --timeout ran out while the operation was still running
+EXIT_INTERRUPTED = 130  # Ctrl+C (128 + SIGINT)
+
+# Every API command and the one REST operation (operationId in docs/openapi.json) it runs.
+# `ops watch` repeats getOperation; `--wait` (create, discover, retry) follows the accepted
+# operation with getOperation; the interactive create offers choices from the catalogue.
+COMMANDS: dict[str, str] = {
+    "clusters list": "listClusters",
+    "clusters get": "getCluster",
+    "clusters create": "createCluster",
+    "clusters discover": "discoverClusters",
+    "ops list": "listOperations",
+    "ops get": "getOperation",
+    "ops watch": "getOperation",
+    "ops retry": "retryOperation",
+    "ops cancel": "cancelOperation",
+    "catalog zones": "listAvailabilityZones",
+    "catalog instance-types": "listInstanceTypes",
+    "catalog training-plans": "listTrainingPlans",
+}
+
+
+class UsageError(Exception):
+    """Bad arguments or answers: exit 2 with the message."""
+
+
+def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> None:
+    """The connection options (and ``--output``) of a command that calls the API."""
+    group = parser.add_argument_group("connection and output options")
+    if output:
+        group.add_argument(
+            "-o", "--output", choices=["table", "json"], default="table",
+            help="table (default) or json: exactly the API's response",
+        )
+    group.add_argument(
+        "--endpoint", metavar="URL", default=None,
+        help=f"the API's base URL: the stack's ApiUrl output, or http://127.0.0.1:PORT/v1 "
+        f"for `hypd local up` (default: ${ENDPOINT_ENV})",
+    )
+    group.add_argument("--region", default=None,
+                       help="AWS Region for signing (default: the endpoint's, else the profile's)")
+    group.add_argument("--profile", default=None,
+                       help="AWS profile whose credentials sign the requests (default: the "
+                       "standard chain)")
+    group.add_argument(
+        "--no-sign-request", action="store_true",
+        help="send unsigned requests (the default for a loopback endpoint: the local cloud)",
+    )
+
+
+def client_from_args(args: argparse.Namespace) -> ApiClient:
+    endpoint = getattr(args, "endpoint", None) or os.environ.get(ENDPOINT_ENV)
+    if not endpoint:
+        raise ApiConfigError(
+            f"no endpoint: give --endpoint URL or set {ENDPOINT_ENV} (the stack's ApiUrl "
+            "output; http://127.0.0.1:8080/v1 for `hypd local up`)"
+        )
+    # Signed unless the endpoint is loopback (the local cloud) or --no-sign-request.
+    sign = False if getattr(args, "no_sign_request", False) else None
+    return ApiClient.connect(
+        endpoint, region=getattr(args, "region", None), profile=getattr(args, "profile", None),
+        sign=sign,
+    )
+
+
+@dataclass
+class Context:
+    """One command run: its arguments, streams and (lazily) its API client."""
+
+    args: argparse.Namespace
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    stdin: TextIO = field(default_factory=lambda: sys.stdin)
+    _client: ApiClient | None = None
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+
+    @property
+    def json(self) -> bool:
+        return getattr(self.args, "output", "table") == "json"
+
+    @property
+    def client(self) -> ApiClient:
+        if self._client is None:
+            self._client = client_from_args(self.args)
+        return self._client
+
+    def say(self, *parts: object) -> None:
+        """Human-readable text: stdout for tables, stderr when stdout carries JSON."""
+        print(*parts, file=self.err if self.json else self.out, flush=True)
+
+    def command_line(self, command: str) -> str:
+        """``hypd COMMAND`` with the connection flags this run was given, to copy and paste."""
+        words = ["hypd", *command.split()]
+        for flag in ("endpoint", "region", "profile"):
+            value = getattr(self.args, flag, None)
+            if value:
+                words += [f"--{flag}", value]
+        if getattr(self.args, "no_sign_request", False):
+            words.append("--no-sign-request")
+        return " ".join(shlex.quote(w) for w in words)
+
+
+Command = Callable[[Context], int]
+
+
+def api_command(parser: argparse.ArgumentParser, name: str, run: Command) -> None:
+    """Make ``parser`` the command ``name`` (a key of `COMMANDS`) running ``run``."""
+    add_api_options(parser)
+    parser.set_defaults(handler=_handler(name, run), command_name=name,
+                        operation_id=COMMANDS[name])
+
+
+def _handler(name: str, run: Command) -> Callable[[argparse.Namespace], int]:
+    def handle(args: argparse.Namespace) -> int:
+        ctx = Context(args)
+        return run_command(ctx, name, run)
+
+    return handle
+
+
+def run_command(ctx: Context, name: str, run: Command) -> int:
+    """Run ``run``, turning every way it can fail into a message and an exit code."""
+    try:
+        return run(ctx)
+    except UsageError as exc:
+        _error(ctx, f"hypd {name}: error: {exc}")
+        return EXIT_USAGE
+    except ApiConfigError as exc:
+        _error(ctx, f"hypd {name}: error: {exc}")
+        return EXIT_USAGE
+    except ApiUnreachable as exc:
+        _error(ctx, f"hypd {name}: error: {exc}\n(is the endpoint right? For the local "
+                    "cloud, start it with `hypd local up`.)")
+        return EXIT_UNREACHABLE
+    except ApiError as exc:
+        _error(ctx, describe_api_error(exc))
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _error(ctx, "\nInterrupted.")
+        return EXIT_INTERRUPTED
+
+
+def describe_api_error(exc: ApiError) -> str:
+    """The AWS CLI's wording: ``An error occurred (Code) when calling the op operation: ...``."""
+    where = f" when calling the {exc.operation_id} operation" if exc.operation_id else ""
+    return f"An error occurred ({exc.code}){where} (HTTP {exc.status}): {exc.message}"
+
+
+def _error(ctx: Context, message: str) -> None:
+    print(message, file=ctx.err, flush=True)
+
+
+def leaf_commands(parser: argparse.ArgumentParser) -> dict[str, dict[str, Any]]:
+    """Every runnable command of ``parser`` ("clusters list" -> its defaults), aliases
+    excluded: what the command-table test walks."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def walk(node: argparse.ArgumentParser, words: list[str]) -> None:
+        subactions = [a for a in node._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subactions:
+            found[" ".join(words)] = {
+                key: node.get_default(key) for key in ("command_name", "operation_id")
+            }
+            return
+        for action in subactions:
+            seen: set[int] = set()
+            for word, child in action.choices.items():
+                if id(child) in seen:
+                    continue
+                seen.add(id(child))
+                walk(child, [*words, word])
+
+    walk(parser, [])
+    return found

@@ -1,0 +1,316 @@
+"""``hypd clusters list|get|create|discover``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from hypd_cli.cli import EXIT_FAILED, EXIT_OK, Context, UsageError, api_command
+from hypd_cli.operations import add_paging, add_wait_options, follow_or_hint, next_page_hint
+from hypd_cli.output import key_values, print_json, print_table, short_time
+
+# The flags that describe a cluster: any of them means "create from flags, ask nothing".
+REQUEST_FLAGS = ("tag", "zone", "group", "s3_bucket", "s3_prefix", "fsx_capacity",
+                 "kubernetes_version", "from_file")
+
+GROUP_KEYS = {
+    "name": "the group's name (required)",
+    "type": "the ml.* instance type (required; also instance-type=)",
+    "count": "number of instances (default 1)",
+    "capacity": "on-demand (default), spot or training-plan",
+    "training-plan": "a training plan's ARN (implies capacity=training-plan)",
+    "efa-only": "true: EFA-only network interfaces",
+    "dedicated-subnet": "true: a compute subnet of the group's own",
+}
+CAPACITIES = ("on-demand", "spot", "training-plan")
+
+
+def register(subparsers: Any) -> None:
+    clusters = subparsers.add_parser(
+        "clusters", help="list, inspect, create and discover clusters",
+        description="HyperPod clusters on EKS: the ones hypd created and the ones it "
+        "discovered in the account.",
+    )
+    commands = clusters.add_subparsers(dest="clusters_command", metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="the recorded clusters (GET /clusters)")
+    add_paging(listing)
+    api_command(listing, "clusters list", list_clusters)
+
+    get = commands.add_parser("get", help="one cluster (GET /clusters/{tag})")
+    get.add_argument("tag", metavar="TAG")
+    api_command(get, "clusters get", get_cluster)
+
+    create = commands.add_parser(
+        "create", help="create a HyperPod cluster on a new EKS cluster (POST /clusters)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill(
+            "Create a HyperPod cluster on EKS. With flags it asks nothing; with no flags it "
+            "asks the decision-grade questions (tag, zone, instance type, count, capacity, "
+            "storage), offering choices from the catalogue, then asks to confirm."),
+        epilog="--group keys (comma-separated KEY=VALUE):\n" + "\n".join(
+            f"  {key:<17} {text}" for key, text in GROUP_KEYS.items()
+        ) + "\n\nexample:\n  hypd clusters create --tag demo --zone us-west-2a \\\n"
+        "    --group name=gpu,type=ml.g6.4xlarge,count=1,capacity=on-demand \\\n"
+        "    --s3-bucket my-data --wait",
+    )
+    create.add_argument("--tag", help="the cluster's tag (names its resources hypd-TAG)")
+    create.add_argument("--zone", help="Availability Zone of the nodes, e.g. us-west-2a "
+                        "(optional with a training plan: the plan's zone)")
+    create.add_argument("--group", action="append", metavar="KEY=VALUE,...",
+                        help="an instance group (repeatable), e.g. "
+                        "name=gpu,type=ml.g6.4xlarge,count=1,capacity=on-demand")
+    storage = create.add_mutually_exclusive_group()
+    storage.add_argument("--s3-bucket", metavar="BUCKET",
+                         help="mount this S3 bucket (Mountpoint for Amazon S3)")
+    storage.add_argument("--fsx-capacity", type=int, metavar="GIB",
+                         help="create an FSx for Lustre file system of this size (1200 or a "
+                         "multiple of 2400 GiB)")
+    create.add_argument("--s3-prefix", metavar="PREFIX",
+                        help="mount only this prefix of the bucket (ends with /)")
+    create.add_argument("--kubernetes-version", metavar="X.Y",
+                        help="EKS Kubernetes version (default: EKS's)")
+    create.add_argument("--from-file", metavar="FILE",
+                        help="the whole POST /clusters body as JSON ('-': stdin), for fields "
+                        "the flags do not cover (labels, taints, deep health checks)")
+    create.add_argument("--wait", action="store_true", help="then watch the operation to its "
+                        "end (exit 0 only if it SUCCEEDED)")
+    add_wait_options(create)
+    api_command(create, "clusters create", create_cluster)
+
+    discover = commands.add_parser(
+        "discover", help="find the account's EKS and HyperPod clusters and record them "
+        "(POST /clusters/discover)",
+    )
+    discover.add_argument("--name", action="append", metavar="NAME",
+                          help="only this EKS or HyperPod cluster (repeatable; default all)")
+    discover.add_argument("--wait", action="store_true", help="then watch the operation")
+    add_wait_options(discover)
+    api_command(discover, "clusters discover", discover_clusters)
+
+
+# -- list / get --------------------------------------------------------------------------------
+
+
+def list_clusters(ctx: Context) -> int:
+    response = ctx.client.list_clusters(limit=ctx.args.limit, next_token=ctx.args.next_token)
+    if ctx.json:
+        print_json(ctx, response)
+        return EXIT_OK
+    rows = [
+        (
+            c["tag"], c.get("status") or "-", c.get("source", "-"), eks_summary(c.get("eks")),
+            hyperpod_summary(c.get("hyperpod")), nodes(c.get("hyperpod")),
+            short_time(c.get("updatedAt")),
+        )
+        for c in response.get("clusters", [])
+    ]
+    print_table(ctx, ("TAG", "STATUS", "SOURCE", "EKS", "HYPERPOD", "NODES", "UPDATED"), rows)
+    next_page_hint(ctx, response, "clusters list")
+    return EXIT_OK
+
+
+def get_cluster(ctx: Context) -> int:
+    cluster = ctx.client.get_cluster(ctx.args.tag)
+    if ctx.json:
+        print_json(ctx, cluster)
+        return EXIT_OK
+    eks = cluster.get("eks") or {}
+    hyperpod = cluster.get("hyperpod") or {}
+    rows: list[tuple[str, object]] = [
+        ("Tag", cluster["tag"]),
+        ("Status", cluster.get("status")),
+        ("Source", cluster.get("source")),
+        ("Region", cluster.get("region")),
+        ("Created", short_time(cluster.get("createdAt"))),
+        ("Updated", short_time(cluster.get("updatedAt"))),
+        ("Last operation", cluster.get("lastOperationId")),
+        ("EKS cluster", eks_summary(eks or None)),
+    ]
+    if eks:
+        rows += [("  ARN", eks.get("arn")), ("  Endpoint", eks.get("endpoint")),
+                 ("  VPC", eks.get("vpcId"))]
+    rows.append(("HyperPod cluster", hyperpod_summary(hyperpod or None)))
+    if hyperpod:
+        rows += [
+            ("  ARN", hyperpod.get("arn")),
+            ("  Node recovery", hyperpod.get("nodeRecovery")),
+            ("  Provisioning", hyperpod.get("nodeProvisioningMode")),
+        ]
+        if hyperpod.get("failureMessage"):
+            rows.append(("  Failure", hyperpod["failureMessage"]))
+    print(key_values(rows), file=ctx.out)
+    groups = hyperpod.get("instanceGroups") or []
+    if groups:
+        print(file=ctx.out)
+        print_table(ctx, ("INSTANCE GROUP", "INSTANCE TYPE", "NODES", "STATUS"), [
+            (g["name"], g.get("instanceType"), f"{g.get('currentCount', 0)}/"
+             f"{g.get('targetCount', 0)}", g.get("status") or "-")
+            for g in groups
+        ])
+    if cluster.get("status") == "CREATING" and cluster.get("lastOperationId"):
+        print(f"\nFollow it: {ctx.command_line('ops watch ' + cluster['lastOperationId'])}",
+              file=ctx.out)
+    return EXIT_OK
+
+
+def eks_summary(eks: dict[str, Any] | None) -> str:
+    if not eks:
+        return "-"
+    version = f" {eks['version']}" if eks.get("version") else ""
+    return f"{eks['name']} ({eks.get('status')}{version})"
+
+
+def hyperpod_summary(hyperpod: dict[str, Any] | None) -> str:
+    if not hyperpod:
+        return "-"
+    return f"{hyperpod['name']} ({hyperpod.get('status')})"
+
+
+def nodes(hyperpod: dict[str, Any] | None) -> str:
+    groups = (hyperpod or {}).get("instanceGroups") or []
+    if not groups:
+        return "-"
+    current = sum(g.get("currentCount") or 0 for g in groups)
+    target = sum(g.get("targetCount") or 0 for g in groups)
+    return f"{current}/{target}"
+
+
+# -- discover ----------------------------------------------------------------------------------
+
+
+def discover_clusters(ctx: Context) -> int:
+    accepted = ctx.client.discover_clusters(ctx.args.name)
+    if ctx.json and not ctx.args.wait:
+        print_json(ctx, accepted)
+        return EXIT_OK
+    ctx.say(f"Discovering clusters: operation {accepted['operationId']} ({accepted['status']})")
+    return follow_or_hint(ctx, accepted["operationId"])
+
+
+# -- create ------------------------------------------------------------------------------------
+
+
+def create_cluster(ctx: Context) -> int:
+    args = ctx.args
+    body: dict[str, Any] | None
+    if any(getattr(args, flag) not in (None, False) for flag in REQUEST_FLAGS):
+        body = request_from_flags(args, ctx)
+    else:
+        from hypd_cli.prompts import ask_create_request
+
+        body = ask_create_request(ctx)
+    if body is None:
+        return EXIT_FAILED
+    accepted = ctx.client.create_cluster(body)
+    if ctx.json and not args.wait:
+        print_json(ctx, accepted)
+        return EXIT_OK
+    ctx.say(f"Creating cluster {body.get('tag')}: operation {accepted['operationId']} "
+            f"({accepted['status']})")
+    return follow_or_hint(ctx, accepted["operationId"])
+
+
+def request_from_flags(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
+    """The POST /clusters body from the flags. Only the syntax is checked here: the API
+    validates the request (and answers 400 naming the field)."""
+    if args.from_file is not None:
+        others = [f"--{f.replace('_', '-')}" for f in REQUEST_FLAGS
+                  if f != "from_file" and getattr(args, f) is not None]
+        if others:
+            raise UsageError(f"--from-file gives the whole request; drop {', '.join(others)}")
+        return _read_body(args.from_file, ctx)
+    missing = [flag for flag, value in (("--tag", args.tag), ("--group", args.group))
+               if not value]
+    if args.s3_bucket is None and args.fsx_capacity is None:
+        missing.append("--s3-bucket or --fsx-capacity")
+    if missing:
+        raise UsageError(f"missing {', '.join(missing)} (or give no flags to be asked)")
+    if args.s3_prefix is not None and args.s3_bucket is None:
+        raise UsageError("--s3-prefix needs --s3-bucket")
+    storage: dict[str, Any]
+    if args.s3_bucket is not None:
+        storage = {"s3": {"bucket": args.s3_bucket}}
+        if args.s3_prefix is not None:
+            storage["s3"]["prefix"] = args.s3_prefix
+    else:
+        storage = {"fsx": {"storageCapacityGiB": args.fsx_capacity}}
+    body: dict[str, Any] = {
+        "tag": args.tag,
+        "instanceGroups": [parse_group(spec) for spec in args.group],
+        "storage": storage,
+    }
+    if args.zone:
+        body["availabilityZone"] = args.zone
+    if args.kubernetes_version:
+        body["kubernetesVersion"] = args.kubernetes_version
+    return body
+
+
+def parse_group(spec: str) -> dict[str, Any]:
+    """``name=gpu,type=ml.g6.4xlarge,count=1,capacity=on-demand`` -> an instance group."""
+    values: dict[str, str] = {}
+    for item in spec.split(","):
+        key, sep, value = item.strip().partition("=")
+        key = "type" if key == "instance-type" else key
+        if not sep or not key or not value:
+            raise UsageError(f"--group {spec!r}: expected KEY=VALUE pairs separated by commas")
+        if key not in GROUP_KEYS:
+            raise UsageError(f"--group {spec!r}: unknown key {key!r} (keys: "
+                             f"{', '.join(GROUP_KEYS)})")
+        if key in values:
+            raise UsageError(f"--group {spec!r}: {key} given twice")
+        values[key] = value
+    for required in ("name", "type"):
+        if required not in values:
+            raise UsageError(f"--group {spec!r}: missing {required}=")
+    try:
+        count = int(values.get("count", "1"))
+    except ValueError:
+        raise UsageError(f"--group {spec!r}: count must be a whole number") from None
+    plan = values.get("training-plan")
+    capacity_type = values.get("capacity", "training-plan" if plan else "on-demand")
+    if capacity_type not in CAPACITIES:
+        raise UsageError(f"--group {spec!r}: capacity must be one of {', '.join(CAPACITIES)}")
+    capacity: dict[str, Any] = {"type": capacity_type}
+    if capacity_type == "training-plan":
+        if not plan:
+            raise UsageError(f"--group {spec!r}: capacity=training-plan needs training-plan=ARN")
+        capacity["trainingPlanArn"] = plan
+    elif plan:
+        raise UsageError(f"--group {spec!r}: training-plan= goes with capacity=training-plan")
+    group: dict[str, Any] = {
+        "name": values["name"], "instanceType": values["type"], "count": count,
+        "capacity": capacity,
+    }
+    for key, field in (("efa-only", "efaOnly"), ("dedicated-subnet", "dedicatedSubnet")):
+        if key in values:
+            group[field] = _boolean(values[key], f"--group {spec!r}: {key}")
+    return group
+
+
+def _boolean(text: str, what: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "yes", "1"):
+        return True
+    if lowered in ("false", "no", "0"):
+        return False
+    raise UsageError(f"{what} must be true or false")
+
+
+def _read_body(source: str, ctx: Context) -> dict[str, Any]:
+    try:
+        text = ctx.stdin.read() if source == "-" else Path(source).read_text()
+    except OSError as exc:
+        raise UsageError(f"--from-file: {exc}") from None
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--from-file: not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise UsageError("--from-file: the request must be a JSON object")
+    return body
+

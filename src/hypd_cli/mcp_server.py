@@ -1,0 +1,696 @@
+"""The hypd MCP server: one tool per REST operation, for AI agents (``hypd mcp serve``).
+
+Every tool calls exactly one operation of the REST API, by its operationId, through the CLI's
+API client (`ApiClient.call`; never boto3 or kubectl), so the API's validation protects agents
+like every other client.
+
+A tool is bound to its operation by operationId in the OpenAPI document the API generates from
+its own code (the document committed as docs/openapi.json), and takes from it the route, the
+summary and description, the path and query parameters with their JSON schemas, and the
+response schema (the tool's output schema). A tool whose operation takes a body takes the
+body's pydantic model as its input schema: `cluster_create` takes `CreateClusterRequest`'s
+schema, so an agent sees exactly what the API validates. `operation_get_status` also takes
+``wait_seconds`` (capped at `WAIT_SECONDS_MAX`): it polls the operation every few seconds
+until the operation's status or one of its stages changes, or the operation ends.
+
+An error of the API comes back as a tool error (``isError``) carrying its HTTP status, code,
+message and details (an endpoint that does not answer: code ``ApiUnreachable``).
+
+The agent guide (agent-guide.md, package data) is served three ways: as the server's
+instructions, as the resource `GUIDE_URI` and as the prompt `GUIDE_PROMPT`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Protocol
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
+
+from hypd import __version__
+from hypd.api.models import (
+    AvailabilityZoneList,
+    ClusterList,
+    ClusterView,
+    DiscoverRequest,
+    InstanceTypeList,
+    OperationAccepted,
+    OperationList,
+    OperationView,
+    TrainingPlanList,
+)
+from hypd.clusters.create_request import CreateClusterRequest
+from hypd_cli.api_client import ApiClientError, ApiError
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "hypd"
+GUIDE_URI = "hypd://agent-guide"
+GUIDE_PROMPT = "hypd_agent_guide"
+GUIDE_FILE = "agent-guide.md"
+
+WAIT_SECONDS_MAX = 300
+"""The longest ``operation_get_status`` waits in one call (larger values are capped)."""
+POLL_SECONDS = 2.0
+"""How often a waiting ``operation_get_status`` reads the operation."""
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options"})
+_COMPONENT_REF = re.compile(r"^#/components/schemas/(?P<name>[^/]+)$")
+
+
+# ---------------------------------------------------------------------------- the tools
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool: its name, the REST operation it calls, and what an agent should know."""
+
+    name: str
+    operation_id: str
+    response: type[BaseModel]
+    """The pydantic model of the operation's success response: the tool's output schema."""
+    body: type[BaseModel] | None = None
+    """The pydantic model of the operation's request body: the tool's input schema."""
+    advice: str = ""
+    """Appended to the operation's summary and description in the tool's description."""
+    waits: bool = False
+    """Takes ``wait_seconds``: polls the operation until it changes or ends."""
+
+
+TOOL_SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "cluster_list_all",
+        "listClusters",
+        ClusterList,
+        advice="Call this first: the cluster the user wants may exist already.",
+    ),
+    ToolSpec(
+        "cluster_get",
+        "getCluster",
+        ClusterView,
+        advice="Summarise a created cluster from this record once its operation SUCCEEDED.",
+    ),
+    ToolSpec(
+        "cluster_create",
+        "createCluster",
+        OperationAccepted,
+        body=CreateClusterRequest,
+        advice=(
+            "Inspect first (cluster_list_all, catalog_availability_zones, "
+            "catalog_instance_types, catalog_training_plans) and offer the user only choices "
+            "the catalogue shows; ask only for the tag, zone, instance types and counts, "
+            "capacity type and storage (an S3 bucket must exist already). Then poll the "
+            "returned operationId with operation_get_status until it ends. Never call this "
+            "twice for one tag: a 409 ClusterExists means use that cluster, or resume its "
+            "failed creation with operation_retry (details.lastOperationId)."
+        ),
+    ),
+    ToolSpec(
+        "cluster_discover",
+        "discoverClusters",
+        OperationAccepted,
+        body=DiscoverRequest,
+        advice="Poll the returned operationId with operation_get_status until it ends.",
+    ),
+    ToolSpec(
+        "operation_list",
+        "listOperations",
+        OperationList,
+        advice=(
+            "Use it to find the operation of an interrupted conversation (by clusterTag) "
+            "and resume it."
+        ),
+    ),
+    ToolSpec(
+        "operation_get_status",
+        "getOperation",
+        OperationView,
+        waits=True,
+        advice=(
+            f"With wait_seconds (at most {WAIT_SECONDS_MAX}) it waits until the operation's "
+            "status or one of its stages changes, or the operation ends, reading it every "
+            "few seconds; call it again until the status is SUCCEEDED, FAILED or CANCELLED. "
+            "A FAILED operation's failed stage carries the error; resume it with "
+            "operation_retry."
+        ),
+    ),
+    ToolSpec(
+        "operation_retry",
+        "retryOperation",
+        OperationView,
+        advice=(
+            "Fix the failed stage's cause first when it lies outside hypd (e.g. a missing "
+            "bucket), then retry and poll with operation_get_status."
+        ),
+    ),
+    ToolSpec(
+        "operation_cancel",
+        "cancelOperation",
+        OperationView,
+        advice="Only when the user asks. Poll with operation_get_status until CANCELLED.",
+    ),
+    ToolSpec(
+        "catalog_availability_zones",
+        "listAvailabilityZones",
+        AvailabilityZoneList,
+        advice="Offer only these zones.",
+    ),
+    ToolSpec(
+        "catalog_instance_types",
+        "listInstanceTypes",
+        InstanceTypeList,
+        advice="Call it with the chosen availabilityZone and offer only the types it lists.",
+    ),
+    ToolSpec(
+        "catalog_training_plans",
+        "listTrainingPlans",
+        TrainingPlanList,
+        advice="For capacity type training-plan: offer Active or Scheduled plans only.",
+    ),
+)
+
+# Parameters the OpenAPI document does not describe.
+_PARAMETER_HINTS = {
+    "tag": "The cluster's tag.",
+    "clusterTag": "Only the operations of this cluster tag.",
+    "status": "Only the operations with this status.",
+    "operationId": "The operation's id (op-...), as cluster_create or cluster_discover returned.",
+    "limit": "At most this many items in one page.",
+    "nextToken": "The nextToken of the previous page, to read the next one.",
+}
+
+WAIT_SECONDS_SCHEMA: dict[str, Any] = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": WAIT_SECONDS_MAX,
+    "default": 0,
+    "description": (
+        f"Wait up to this many seconds (at most {WAIT_SECONDS_MAX}) for the operation's status "
+        "or one of its stages to change, or for the operation to end; 0 reads it at once."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class BoundTool:
+    """A tool bound to its REST operation."""
+
+    spec: ToolSpec
+    method: str
+    path: str
+    path_params: tuple[str, ...]
+    query_params: tuple[str, ...]
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    summary: str
+    description: str
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def to_mcp(self) -> types.Tool:
+        read_only = self.method == "GET"
+        return types.Tool(
+            name=self.name,
+            title=self.summary,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            annotations=types.ToolAnnotations(
+                title=self.summary,
+                read_only_hint=read_only,
+                destructive_hint=None if read_only else self.spec.operation_id == "cancelOperation",
+                idempotent_hint=read_only,
+                open_world_hint=True,
+            ),
+        )
+
+
+def openapi_document() -> dict[str, Any]:
+    """The REST API's OpenAPI document, generated from its code (= docs/openapi.json)."""
+    from hypd.api.openapi import render
+
+    document: dict[str, Any] = json.loads(render())
+    return document
+
+
+def bind_tools(
+    document: Mapping[str, Any], specs: Iterable[ToolSpec] = TOOL_SPECS
+) -> list[BoundTool]:
+    """Bind each tool to its operation in `document` (raises ValueError on any mismatch)."""
+    operations = _operations_by_id(document)
+    components = document.get("components", {}).get("schemas", {})
+    tools = []
+    for spec in specs:
+        if spec.operation_id not in operations:
+            raise ValueError(f"tool {spec.name}: no operation {spec.operation_id} in the API")
+        method, path, operation = operations[spec.operation_id]
+        tools.append(_bind(spec, method, path, operation, components))
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tool names are not unique: {names}")
+    return tools
+
+
+def _operations_by_id(document: Mapping[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    found: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for path, item in document.get("paths", {}).items():
+        for method, operation in item.items():
+            if method in _HTTP_METHODS:
+                found[operation["operationId"]] = (method.upper(), path, operation)
+    return found
+
+
+def _bind(
+    spec: ToolSpec,
+    method: str,
+    path: str,
+    operation: Mapping[str, Any],
+    components: Mapping[str, Any],
+) -> BoundTool:
+    parameters = operation.get("parameters", [])
+    response_ref = _response_ref(operation)
+    if response_ref not in (None, spec.response.__name__):
+        raise ValueError(
+            f"tool {spec.name}: {spec.operation_id} answers {response_ref}, "
+            f"not {spec.response.__name__}"
+        )
+    body_ref = _body_ref(operation)
+    if spec.body is not None:
+        if body_ref != spec.body.__name__:
+            raise ValueError(
+                f"tool {spec.name}: {spec.operation_id} takes {body_ref}, not {spec.body.__name__}"
+            )
+        if parameters:
+            raise ValueError(f"tool {spec.name}: an operation with a body takes no parameters")
+        input_schema = spec.body.model_json_schema(by_alias=True)
+    elif body_ref is not None:
+        raise ValueError(f"tool {spec.name}: {spec.operation_id} takes a {body_ref} body")
+    else:
+        input_schema = _parameters_schema(parameters, components)
+    if spec.waits:
+        input_schema["properties"]["wait_seconds"] = dict(WAIT_SECONDS_SCHEMA)
+    summary = str(operation.get("summary") or spec.name)
+    text = [summary.rstrip(".") + "."]
+    if operation.get("description"):
+        text.append(str(operation["description"]))
+    if spec.advice:
+        text.append(spec.advice)
+    text.append(f"REST API: {method} {path} (operationId {spec.operation_id}).")
+    return BoundTool(
+        spec=spec,
+        method=method,
+        path=path,
+        path_params=tuple(p["name"] for p in parameters if p["in"] == "path"),
+        query_params=tuple(p["name"] for p in parameters if p["in"] == "query"),
+        input_schema=input_schema,
+        output_schema=spec.response.model_json_schema(by_alias=True, mode="serialization"),
+        summary=summary,
+        description="\n\n".join(text),
+    )
+
+
+def _body_ref(operation: Mapping[str, Any]) -> str | None:
+    """The component name of the operation's JSON body (None when it takes no body)."""
+    schema = (
+        operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+    ).get("schema")
+    if schema is None:
+        return None
+    options = schema.get("anyOf", [schema])
+    refs = [_COMPONENT_REF.match(o.get("$ref", "")) for o in options]
+    names = [m.group("name") for m in refs if m is not None]
+    if len(names) != 1:
+        raise ValueError(f"{operation['operationId']}: the body is not one schema: {schema}")
+    return names[0]
+
+
+def _parameters_schema(
+    parameters: Iterable[Mapping[str, Any]], components: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One JSON object schema of the operation's path and query parameters."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for parameter in parameters:
+        if parameter["in"] not in ("path", "query"):
+            raise ValueError(f"parameter {parameter['name']} in {parameter['in']} is not supported")
+        name = parameter["name"]
+        schema = {k: v for k, v in parameter.get("schema", {}).items() if k != "title"}
+        description = parameter.get("description") or _PARAMETER_HINTS.get(name)
+        if description:
+            schema["description"] = description
+        properties[name] = schema
+        if parameter.get("required"):
+            required.append(name)
+    result: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        result["required"] = required
+    return _self_contained(result, components)
+
+
+def _response_ref(operation: Mapping[str, Any]) -> str | None:
+    """The component name of the operation's documented success response, if it has one."""
+    for status in ("200", "201", "202"):
+        content = operation.get("responses", {}).get(status, {}).get("content", {})
+        schema = content.get("application/json", {}).get("schema")
+        if schema is not None:
+            match = _COMPONENT_REF.match(schema.get("$ref", ""))
+            return match.group("name") if match else None
+    return None
+
+
+def _self_contained(schema: dict[str, Any], components: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` with its ``#/components/schemas/X`` references moved into its own ``$defs``."""
+    defs: dict[str, Any] = {}
+    pending: list[str] = []
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: rewrite(v) for k, v in node.items()}
+            match = _COMPONENT_REF.match(str(node.get("$ref", "")))
+            if match:
+                name = match.group("name")
+                out["$ref"] = f"#/$defs/{name}"
+                if name not in defs and name not in pending:
+                    pending.append(name)
+            return out
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        return node
+
+    result: dict[str, Any] = rewrite(schema)
+    while pending:
+        name = pending.pop()
+        defs[name] = {}  # taken before its references are followed (a model may nest itself)
+        defs[name] = rewrite(copy.deepcopy(components[name]))
+    if defs:
+        result["$defs"] = {**result.get("$defs", {}), **defs}
+    return result
+
+
+# ---------------------------------------------------------------------------- calling them
+class RestClient(Protocol):
+    """What the tools need of `hypd_cli.api_client.ApiClient`: its one door by operationId."""
+
+    def call(
+        self, operation_id: str, /, *, body: dict[str, Any] | None = None, **params: Any
+    ) -> dict[str, Any]: ...
+
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+class ToolError(Exception):
+    """A tool call that failed: the API's status, code, message and details, or the client's."""
+
+    def __init__(
+        self, code: str, message: str, *, status: int | None = None, details: Any = None
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.status = status
+        self.details = details if details is not None else {}
+
+    def result(self) -> types.CallToolResult:
+        prefix = f"HTTP {self.status} " if self.status is not None else ""
+        text = f"{prefix}{self.code}: {self.message}"
+        if self.details:
+            text += "\ndetails: " + json.dumps(self.details, sort_keys=True)
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)],
+            structured_content={
+                "status": self.status,
+                "code": self.code,
+                "message": self.message,
+                "details": self.details,
+            },
+            is_error=True,
+        )
+
+
+@dataclass
+class HypdTools:
+    """The tools over one API client."""
+
+    client: RestClient
+    tools: list[BoundTool]
+    poll_seconds: float = POLL_SECONDS
+    wait_seconds_max: int = WAIT_SECONDS_MAX
+    _by_name: dict[str, BoundTool] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._by_name = {t.name: t for t in self.tools}
+
+    def list(self) -> list[types.Tool]:
+        return [t.to_mcp() for t in self.tools]
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None, progress: Progress = _no_progress
+    ) -> types.CallToolResult:
+        tool = self._by_name.get(name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+        try:
+            return await self._call(tool, dict(arguments or {}), progress)
+        except ToolError as exc:
+            return exc.result()
+
+    async def _call(
+        self, tool: BoundTool, arguments: dict[str, Any], progress: Progress
+    ) -> types.CallToolResult:
+        operation_id = tool.spec.operation_id
+        wait = 0.0
+        if tool.spec.waits:
+            wait = _wait_seconds(arguments.pop("wait_seconds", 0), self.wait_seconds_max)
+        if tool.spec.body is not None:
+            # The body goes to the API as given: the API validates it (400 naming the field).
+            return _result(await self._request(operation_id, {}, body=arguments))
+        params = _parameters(tool, arguments)
+        result = await self._request(operation_id, params)
+        if not wait:
+            return _result(result)
+        result, note = await self._wait(operation_id, params, result, wait, progress)
+        return _result(result, note)
+
+    async def _wait(
+        self,
+        operation_id: str,
+        params: dict[str, Any],
+        operation: dict[str, Any],
+        wait: float,
+        progress: Progress,
+    ) -> tuple[dict[str, Any], str]:
+        """Read the operation every `poll_seconds` until it changes or ends, or `wait` passes."""
+        started = anyio.current_time()
+        first = _progress_key(operation)
+        while operation.get("status") not in TERMINAL:
+            elapsed = anyio.current_time() - started
+            if elapsed >= wait:
+                return operation, (
+                    f"Waited {elapsed:.0f} s: no change, the operation is still "
+                    f"{_where(operation)}. Call operation_get_status again."
+                )
+            await anyio.sleep(min(self.poll_seconds, wait - elapsed))
+            operation = await self._request(operation_id, params)
+            await progress(min(anyio.current_time() - started, wait), wait, _where(operation))
+            if _progress_key(operation) != first:
+                break
+        elapsed = anyio.current_time() - started
+        if operation.get("status") in TERMINAL:
+            return operation, (
+                f"Waited {elapsed:.0f} s: the operation has ended ({_where(operation)})."
+            )
+        return operation, (
+            f"Waited {elapsed:.0f} s: the operation changed, it is now {_where(operation)}. "
+            "Call operation_get_status again until it ends."
+        )
+
+    async def _request(
+        self, operation_id: str, params: dict[str, Any], *, body: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Run the one REST operation `operation_id` (in a worker thread: the client blocks)."""
+        call = functools.partial(self.client.call, operation_id, body=body, **params)
+        try:
+            return await anyio.to_thread.run_sync(call)
+        except ApiError as exc:
+            raise ToolError(
+                exc.code, exc.message, status=exc.status, details=exc.details
+            ) from None
+        except ApiClientError as exc:  # unreachable, or no usable credentials
+            raise ToolError(type(exc).__name__, str(exc)) from None
+
+
+def _wait_seconds(value: Any, cap: int) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ToolError("ValidationError", f"wait_seconds: expected a number, got {value!r}")
+    return float(max(0, min(value, cap)))
+
+
+def _parameters(tool: BoundTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The call's path and query parameters; ToolError for unknown or missing ones."""
+    unknown = sorted(set(arguments) - set(tool.path_params) - set(tool.query_params))
+    if unknown:
+        expected = ", ".join([*tool.path_params, *tool.query_params]) or "none"
+        raise ToolError(
+            "ValidationError",
+            f"unknown argument(s) {', '.join(unknown)} (expected: {expected})",
+        )
+    for name in tool.path_params:
+        if arguments.get(name) is None or arguments.get(name) == "":
+            raise ToolError("ValidationError", f"{name}: this argument is required")
+    return {name: value for name, value in arguments.items() if value is not None}
+
+
+def _progress_key(operation: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What changes as an operation progresses: its status and each stage's status."""
+    stages = tuple(
+        (s.get("name"), s.get("status"), s.get("attempts")) for s in operation.get("stages", [])
+    )
+    return operation.get("status"), stages
+
+
+def _where(operation: Mapping[str, Any]) -> str:
+    status = str(operation.get("status"))
+    stages = operation.get("stages", [])
+    current = next(
+        (s for s in stages if s.get("status") in ("RUNNING", "FAILED")),
+        None,
+    )
+    if current is None:
+        return status
+    return f"{status}, stage {current.get('name')} {current.get('status')}"
+
+
+def _result(result: dict[str, Any], note: str | None = None) -> types.CallToolResult:
+    content = [types.TextContent(text=json.dumps(result, sort_keys=True))]
+    if note:
+        content.append(types.TextContent(text=note))
+    return types.CallToolResult(content=content, structured_content=result)
+
+
+# ---------------------------------------------------------------------------- the server
+def agent_guide() -> str:
+    """The agent guide shipped with the package (agent-guide.md)."""
+    return resources.files("hypd_cli").joinpath(GUIDE_FILE).read_text(encoding="utf-8")
+
+
+def build_server(tools: HypdTools) -> Server[Any]:
+    """The MCP server: the tools, and the agent guide as instructions, resource and prompt."""
+    guide = agent_guide()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools.list())
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            try:
+                await ctx.session.report_progress(done, total, message)
+            except Exception:  # progress is a courtesy: never fail the call for it
+                logger.debug("progress notification failed", exc_info=True)
+
+        return await tools.call(params.name, params.arguments, progress)
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=GUIDE_URI,
+                    name="agent-guide",
+                    title="hypd agent guide",
+                    description="The workflow rules for agents using the hypd tools.",
+                    mime_type="text/markdown",
+                )
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        if str(params.uri) != GUIDE_URI:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {params.uri}")
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=GUIDE_URI, mime_type="text/markdown", text=guide)
+            ]
+        )
+
+    async def list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=GUIDE_PROMPT,
+                    title="hypd agent guide",
+                    description="Load the workflow rules for creating and operating "
+                    "HyperPod clusters with the hypd tools.",
+                )
+            ]
+        )
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != GUIDE_PROMPT:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+        return types.GetPromptResult(
+            description="The hypd agent guide",
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(text=guide)),
+            ],
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        title="hypd",
+        description="A serverless control plane for SageMaker HyperPod on EKS: one tool per "
+        "REST operation.",
+        instructions=guide,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def serve(client: RestClient, *, poll_seconds: float = POLL_SECONDS) -> None:
+    """Serve the tools over stdio until the client closes stdin."""
+    tools = HypdTools(client, bind_tools(openapi_document()), poll_seconds=poll_seconds)
+    server = build_server(tools)
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(run)

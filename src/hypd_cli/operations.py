@@ -1,0 +1,199 @@
+"""``hypd ops list|get|watch|retry|cancel``: the operations behind every long-running action."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hypd_cli.cli import EXIT_OK, Context, api_command
+from hypd_cli.output import (
+    current_stage,
+    operation_title,
+    outcome_lines,
+    print_json,
+    print_table,
+    short_time,
+    stage_table,
+    stages_done,
+)
+from hypd_cli.watch import DEFAULT_INTERVAL, watch_operation
+
+STATUSES = ["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
+
+
+def register(subparsers: Any) -> None:
+    ops = subparsers.add_parser(
+        "ops", aliases=["operations"], help="list, watch, retry and cancel operations",
+        description="Operations: every long-running action (create, discover) is one, with "
+        "ordered stages. Watch one to its end, retry a failed one where it stopped, cancel a "
+        "running one.",
+    )
+    commands = ops.add_subparsers(dest="ops_command", metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="operations, newest first (GET /operations)")
+    listing.add_argument("--cluster", metavar="TAG", help="only this cluster's operations")
+    listing.add_argument("--status", choices=STATUSES, help="only operations with this status")
+    add_paging(listing)
+    api_command(listing, "ops list", list_operations)
+
+    get = commands.add_parser("get", help="an operation and its stages "
+                              "(GET /operations/{id})")
+    get.add_argument("operation_id", metavar="ID")
+    api_command(get, "ops get", get_operation)
+
+    watch = commands.add_parser(
+        "watch", help="follow an operation until it ends; exit 0 only if it SUCCEEDED",
+        description="Poll GET /operations/{id} and show each stage's status, attempts and "
+        "elapsed time until the operation ends. Exit 0 when it SUCCEEDED; 1 when it FAILED "
+        "(the failing stage, its error and the retry command are printed) or was CANCELLED; "
+        "4 when --timeout runs out first.",
+    )
+    watch.add_argument("operation_id", metavar="ID")
+    add_wait_options(watch)
+    api_command(watch, "ops watch", watch_command)
+
+    retry = commands.add_parser(
+        "retry", help="resume a FAILED or CANCELLED operation at the stage that did not "
+        "succeed (POST /operations/{id}/retry)",
+    )
+    retry.add_argument("operation_id", metavar="ID")
+    retry.add_argument("--wait", action="store_true", help="then watch it to its end")
+    add_wait_options(retry)
+    api_command(retry, "ops retry", retry_operation)
+
+    cancel = commands.add_parser(
+        "cancel", help="stop a running operation; completed stages stay "
+        "(POST /operations/{id}/cancel)",
+    )
+    cancel.add_argument("operation_id", metavar="ID")
+    api_command(cancel, "ops cancel", cancel_operation)
+
+
+def add_paging(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, help="at most this many items (1-100; API "
+                        "default 50)")
+    parser.add_argument("--next-token", metavar="TOKEN",
+                        help="the page after the one that returned this nextToken")
+
+
+def add_wait_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--interval", type=positive_seconds, default=DEFAULT_INTERVAL,
+                        metavar="SECONDS", help=f"seconds between polls (default "
+                        f"{DEFAULT_INTERVAL:g})")
+    parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="give up watching after this long (exit 4; the operation goes on)")
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def next_page_hint(ctx: Context, response: dict[str, Any], command: str) -> None:
+    """On stderr: the command that lists the next page (same filters and --limit)."""
+    token = response.get("nextToken")
+    if token:
+        limit = getattr(ctx.args, "limit", None)
+        command += f" --limit {limit}" if limit else ""
+        print(f"More: {ctx.command_line(command + ' --next-token ' + token)}",
+              file=ctx.err, flush=True)
+
+
+def list_operations(ctx: Context) -> int:
+    args = ctx.args
+    response = ctx.client.list_operations(
+        cluster_tag=args.cluster, status=args.status, limit=args.limit,
+        next_token=args.next_token,
+    )
+    if ctx.json:
+        print_json(ctx, response)
+        return EXIT_OK
+    rows = [
+        (
+            op["id"], op.get("kind"), op.get("clusterTag") or "-", op["status"],
+            stages_done(op), current_stage(op), short_time(op.get("createdAt")),
+            short_time(op.get("updatedAt")),
+        )
+        for op in response.get("operations", [])
+    ]
+    print_table(ctx, ("OPERATION", "KIND", "CLUSTER", "STATUS", "DONE", "STAGE", "CREATED",
+                      "UPDATED"), rows)
+    filters = " ".join(
+        f"--{flag} {value}" for flag, value in (("cluster", args.cluster), ("status", args.status))
+        if value
+    )
+    next_page_hint(ctx, response, f"ops list {filters}".rstrip())
+    return EXIT_OK
+
+
+def get_operation(ctx: Context) -> int:
+    operation = ctx.client.get_operation(ctx.args.operation_id)
+    if ctx.json:
+        print_json(ctx, operation)
+        return EXIT_OK
+    ctx.say(describe_operation(ctx, operation))
+    return EXIT_OK
+
+
+def describe_operation(ctx: Context, operation: dict[str, Any]) -> str:
+    lines = [operation_title(operation), stage_table(operation)]
+    retries = operation.get("retries") or []
+    if retries:
+        lines.append("")
+        lines.append("Retries: " + "; ".join(
+            f"#{r['number']} at {short_time(r.get('requestedAt'))} resumed "
+            f"{r.get('resumeFrom') or '-'} after {r.get('previousStatus')}"
+            for r in retries
+        ))
+    outcome = outcome_lines(ctx, operation)
+    if outcome:
+        lines.append("")
+        lines.extend(outcome)
+    elif operation["status"] not in ("SUCCEEDED",):
+        lines.append("")
+        lines.append(f"Follow it: {ctx.command_line('ops watch ' + operation['id'])}")
+    return "\n".join(lines)
+
+
+def watch_command(ctx: Context) -> int:
+    return watch_operation(ctx, ctx.args.operation_id, interval=ctx.args.interval,
+                           timeout=ctx.args.timeout)
+
+
+def retry_operation(ctx: Context) -> int:
+    operation = ctx.client.retry_operation(ctx.args.operation_id)
+    if ctx.json and not ctx.args.wait:
+        print_json(ctx, operation)
+        return EXIT_OK
+    retries = operation.get("retries") or []
+    resume = retries[-1].get("resumeFrom") if retries else None
+    ctx.say(f"Retrying operation {operation['id']}"
+            + (f" (retry {retries[-1]['number']})" if retries else "")
+            + (f": resumes at stage {resume}." if resume else "."))
+    return follow_or_hint(ctx, operation["id"])
+
+
+def cancel_operation(ctx: Context) -> int:
+    operation = ctx.client.cancel_operation(ctx.args.operation_id)
+    if ctx.json:
+        print_json(ctx, operation)
+        return EXIT_OK
+    ctx.say(f"Cancel requested for operation {operation['id']} ({operation['status']}); "
+            "completed stages stay.")
+    ctx.say(f"Follow it: {ctx.command_line('ops watch ' + operation['id'])}")
+    return EXIT_OK
+
+
+def follow_or_hint(ctx: Context, operation_id: str) -> int:
+    """Watch the operation with ``--wait``, else say how to."""
+    if getattr(ctx.args, "wait", False):
+        return watch_operation(ctx, operation_id, interval=ctx.args.interval,
+                               timeout=ctx.args.timeout)
+    ctx.say(f"Follow it: {ctx.command_line('ops watch ' + operation_id)}")
+    return EXIT_OK
+

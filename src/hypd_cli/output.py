@@ -1,0 +1,187 @@
+"""Rendering API responses for people: tables, key/value blocks, durations, operations.
+
+``--output json`` bypasses all of this: `print_json` prints the API's response as it came.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from hypd_cli.cli import Context
+from hypd_cli.tables import render_table
+
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+DASH = "-"
+
+
+def print_json(ctx: Context, data: Any) -> None:
+    print(json.dumps(data, indent=2), file=ctx.out, flush=True)
+
+
+def print_table(ctx: Context, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    print(render_table(headers, rows), file=ctx.out, flush=True)
+
+
+def key_values(rows: Sequence[tuple[str, object]]) -> str:
+    """``Key:  value`` lines, values aligned."""
+    width = max((len(key) for key, _ in rows), default=0) + 1
+    return "\n".join(
+        f"{key + ':':<{width}}  {DASH if value in (None, '') else value}".rstrip()
+        for key, value in rows
+    )
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = max(0.0, seconds)
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def short_time(value: str | None) -> str:
+    """An API timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC)."""
+    parsed = parse_time(value)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if parsed else DASH
+
+
+# -- operations -------------------------------------------------------------------------------
+
+
+def operation_now(operation: dict[str, Any], now: datetime | None = None) -> datetime:
+    """"Now" for a running operation's elapsed times: the client's clock, or the latest time
+    the operation has recorded when that is later (a server clock ahead of ours, e.g. the local
+    cloud's virtual clock)."""
+    current = now or datetime.now(UTC)
+    updated = parse_time(operation.get("updatedAt"))
+    return max(current, updated) if updated else current
+
+
+def operation_elapsed(operation: dict[str, Any], now: datetime | None = None) -> float | None:
+    created = parse_time(operation.get("createdAt"))
+    if created is None:
+        return None
+    end = (
+        parse_time(operation.get("updatedAt"))
+        if operation.get("status") in TERMINAL
+        else operation_now(operation, now)
+    )
+    return (end - created).total_seconds() if end else None
+
+
+def stage_elapsed(
+    stage: dict[str, Any], operation: dict[str, Any], now: datetime | None = None
+) -> float | None:
+    """Time of the stage's latest attempt: until it ended, or until now while it runs."""
+    started = parse_time(stage.get("attemptStartedAt") or stage.get("startedAt"))
+    if started is None:
+        return None
+    ended = parse_time(stage.get("endedAt"))
+    if ended is None:
+        if stage.get("status") != "RUNNING":
+            return None
+        ended = operation_now(operation, now)
+    return (ended - started).total_seconds()
+
+
+def stage_note(stage: dict[str, Any]) -> str:
+    error = stage.get("error")
+    if error:
+        return f"{error.get('code')}: {error.get('message')}"
+    output = stage.get("output") or {}
+    if "found" in output:
+        return f"found {output['found']}: {', '.join(output.get('names', []))}"
+    if "recorded" in output:
+        return f"recorded {', '.join(output['recorded']) or 'none'}"
+    return ""
+
+
+def stage_table(operation: dict[str, Any], now: datetime | None = None) -> str:
+    rows = [
+        (
+            stage["name"],
+            stage["status"],
+            stage.get("attempts", 0),
+            format_duration(stage_elapsed(stage, operation, now)),
+            stage_note(stage),
+        )
+        for stage in operation.get("stages") or []
+    ]
+    return render_table(("STAGE", "STATUS", "ATTEMPTS", "ELAPSED", "NOTE"), rows)
+
+
+def operation_title(operation: dict[str, Any], now: datetime | None = None) -> str:
+    about = operation.get("kind", "")
+    if operation.get("clusterTag"):
+        about += f", cluster {operation['clusterTag']}"
+    elapsed = format_duration(operation_elapsed(operation, now))
+    return f"Operation {operation['id']} ({about}): {operation['status']}" + (
+        f" after {elapsed}" if elapsed and operation["status"] in TERMINAL else
+        f", {elapsed}" if elapsed else ""
+    )
+
+
+def failing_stage(operation: dict[str, Any]) -> dict[str, Any] | None:
+    """The stage that ended the operation: the failed (or cancelled) one."""
+    stages = operation.get("stages") or []
+    for status in ("FAILED", "CANCELLED"):
+        for stage in stages:
+            if stage.get("status") == status:
+                return dict(stage)
+    return None
+
+
+def current_stage(operation: dict[str, Any]) -> str:
+    """The stage to show in a list: the running, failed or cancelled one."""
+    for stage in operation.get("stages") or []:
+        if stage.get("status") in ("RUNNING", "FAILED", "CANCELLED"):
+            return str(stage["name"])
+    return DASH
+
+
+def stages_done(operation: dict[str, Any]) -> str:
+    stages = operation.get("stages") or []
+    done = sum(1 for s in stages if s.get("status") in ("SUCCEEDED", "SKIPPED"))
+    return f"{done}/{len(stages)}"
+
+
+def outcome_lines(ctx: Context, operation: dict[str, Any]) -> list[str]:
+    """What a person needs once an operation ended badly: the stage, its error, the retry."""
+    status = operation.get("status")
+    if status not in ("FAILED", "CANCELLED"):
+        return []
+    stage = failing_stage(operation)
+    error = (stage or {}).get("error") or operation.get("error") or {}
+    where = (
+        f"at stage {stage['name']} (attempt {stage.get('attempts', 0)})" if stage else ""
+    )
+    lines = [f"Operation {operation['id']} {status} {where}".rstrip() + ":" if error else
+             f"Operation {operation['id']} {status} {where}".rstrip() + "."]
+    if error:
+        lines.append(f"  {error.get('code', 'Error')}: {error.get('message', '')}")
+    lines.append(
+        f"Retry it (resumes at the stage that did not succeed): "
+        f"{ctx.command_line('ops retry ' + operation['id'] + ' --wait')}"
+    )
+    return lines

@@ -1,0 +1,126 @@
+"""Running the ``hypd`` CLI in-process: ``hypd_cli.main.main(argv)`` with stdin from a string
+and stdout/stderr captured.
+
+The local cloud runs its Lambda handlers in this process and they print their logs and
+metrics to ``sys.stdout``, as on Lambda; only what the test's own thread (the CLI) writes is
+captured, so ``--output json`` can be parsed as it is.
+
+Every run records the REST operations the command called (`Run.calls`) and checks them against
+the command table: a command calls its one operation (plus getOperation to wait, plus the
+catalogue for the interactive create), nothing else.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from hypd_cli.api_client import ApiClient
+from hypd_cli.cli import COMMANDS
+from hypd_cli.clusters import REQUEST_FLAGS
+from hypd_cli.main import build_parser, hoist_global_options, main
+
+CATALOG = {"listAvailabilityZones", "listInstanceTypes", "listTrainingPlans"}
+
+
+class ThreadStream(io.TextIOBase):
+    """A text stream keeping what one thread writes; other threads' writes are dropped."""
+
+    def __init__(self, tty: bool = False) -> None:
+        super().__init__()
+        self.owner = threading.current_thread()
+        self.buffer_ = io.StringIO()
+        self.tty = tty
+
+    def write(self, text: str) -> int:
+        if threading.current_thread() is self.owner:
+            self.buffer_.write(text)
+        return len(text)
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def getvalue(self) -> str:
+        return self.buffer_.getvalue()
+
+
+class Answers(io.StringIO):
+    """Piped answers (not a terminal)."""
+
+    def isatty(self) -> bool:
+        return False
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+    calls: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+RunCli = Callable[..., Run]
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch) -> RunCli:
+    """``run_cli("clusters", "list", stdin="...", endpoint=URL)`` -> `Run`."""
+    calls: list[str] = []
+    original = ApiClient.call
+
+    def recording(self: ApiClient, operation_id: str, /, **kwargs: Any) -> dict[str, Any]:
+        if threading.current_thread() is threading.main_thread():
+            calls.append(operation_id)
+        return original(self, operation_id, **kwargs)
+
+    monkeypatch.setattr(ApiClient, "call", recording)
+
+    def run(*argv: str, stdin: str = "", endpoint: str | None = None, tty: bool = False) -> Run:
+        args = list(argv)
+        if endpoint is not None:
+            args += ["--endpoint", endpoint]
+        out, err = ThreadStream(tty), ThreadStream()
+        calls.clear()
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "stdout", out)
+            patch.setattr(sys, "stderr", err)
+            patch.setattr(sys, "stdin", Answers(stdin))
+            try:
+                code = main(args)
+            except SystemExit as exc:  # argparse: usage errors and --help
+                code = exc.code if isinstance(exc.code, int) else 2
+        result = Run(code, out.getvalue(), err.getvalue(), list(calls))
+        check_calls(args, result.calls)
+        return result
+
+    return run
+
+
+def check_calls(argv: Sequence[str], calls: list[str]) -> None:
+    """The command called only its own operation (see the module's docstring)."""
+    try:
+        args = build_parser().parse_args(hoist_global_options(argv))
+    except SystemExit:
+        assert calls == []
+        return
+    name = getattr(args, "command_name", None)
+    if name is None:
+        return
+    allowed = {COMMANDS[name]}
+    if getattr(args, "wait", False) or name == "ops watch":
+        allowed.add("getOperation")
+    if name == "clusters create" and not any(getattr(args, f) for f in REQUEST_FLAGS):
+        allowed |= CATALOG  # the interactive create offers the catalogue's choices
+    assert set(calls) <= allowed, f"hypd {name} called {calls}"
+    if name != "ops watch":
+        assert calls.count(COMMANDS[name]) <= 1, f"hypd {name} called {calls}"

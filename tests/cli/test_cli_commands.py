@@ -1,0 +1,324 @@
+"""The CLI without a cloud: argument handling, exit codes, and ``ops watch`` against a scripted
+client (live redraw on a terminal, temporary failures, timeout, Ctrl+C)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hypd_cli.api_client import ApiError, ApiUnreachable
+from hypd_cli.cli import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    Context,
+    run_command,
+)
+from hypd_cli.clusters import create_cluster, parse_group
+from hypd_cli.main import build_parser
+from hypd_cli.operations import watch_command
+from tests.cli.conftest import RunCli, ThreadStream
+
+OPERATION_ID = "op-" + "a" * 32
+
+
+def free_endpoint() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+def stage(name: str, status: str = "PENDING", attempts: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "status": status, "attempts": attempts, **extra}
+
+
+def operation(status: str, *stages: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": OPERATION_ID, "kind": "create-cluster", "clusterTag": "demo", "status": status,
+        "stages": list(stages), "input": {}, "createdAt": "2026-01-01T00:00:00Z",
+        "updatedAt": "2026-01-01T00:05:00Z", "version": 1,
+    }
+
+
+RUNNING = operation(
+    "RUNNING",
+    stage("network", "SUCCEEDED", 1, attemptStartedAt="2026-01-01T00:00:00Z",
+          endedAt="2026-01-01T00:01:00Z"),
+    stage("eks", "RUNNING", 1, attemptStartedAt="2026-01-01T00:01:00Z"),
+)
+FAILED = operation(
+    "FAILED",
+    stage("network", "SUCCEEDED", 1, attemptStartedAt="2026-01-01T00:00:00Z",
+          endedAt="2026-01-01T00:01:00Z"),
+    stage("eks", "FAILED", 2, attemptStartedAt="2026-01-01T00:01:00Z",
+          endedAt="2026-01-01T00:11:00Z",
+          error={"code": "AccessDeniedException", "message": "not allowed"}),
+)
+SUCCEEDED = operation(
+    "SUCCEEDED",
+    stage("network", "SUCCEEDED", 1, attemptStartedAt="2026-01-01T00:00:00Z",
+          endedAt="2026-01-01T00:01:00Z"),
+    stage("eks", "SUCCEEDED", 1, attemptStartedAt="2026-01-01T00:01:00Z",
+          endedAt="2026-01-01T00:11:00Z"),
+)
+
+
+class ScriptedClient:
+    """Answers getOperation from a script: an operation to return or an exception to raise."""
+
+    def __init__(self, *script: dict[str, Any] | Exception) -> None:
+        self.script = list(script)
+        self.created: list[dict[str, Any]] = []
+
+    def get_operation(self, operation_id: str) -> dict[str, Any]:
+        item = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def create_cluster(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.created.append(body)
+        return {"operationId": OPERATION_ID, "status": "PENDING", "kind": "create-cluster"}
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def context(argv: list[str], client: ScriptedClient, out: io.StringIO | None = None,
+            stdin: str = "", sleep: Callable[[float], None] = lambda seconds: None) -> Context:
+    args = build_parser().parse_args([*argv, "--endpoint", "http://127.0.0.1:9/v1"])
+    return Context(args, out=out or io.StringIO(), err=io.StringIO(), stdin=io.StringIO(stdin),
+                   _client=client, sleep=sleep)  # type: ignore[arg-type]
+
+
+def run_watch(ctx: Context) -> int:
+    return run_command(ctx, "ops watch", watch_command)
+
+
+def test_watch_redraws_in_place_on_a_terminal_and_exits_1_on_failure() -> None:
+    terminal = Terminal()
+    ctx = context(["ops", "watch", OPERATION_ID], ScriptedClient(RUNNING, RUNNING, FAILED),
+                  out=terminal)
+
+    code = run_watch(ctx)
+
+    assert code == EXIT_FAILED
+    screen = terminal.getvalue()
+    assert screen.count("\x1b[J") == 2  # drawn once, redrawn twice in place
+    assert "\x1b[5F\x1b[J" in screen  # up over the title, header, rule and two stages
+    final = screen.rsplit("\x1b[J", 1)[1]
+    assert final.startswith(f"Operation {OPERATION_ID} (create-cluster, cluster demo): FAILED")
+    assert "eks      FAILED     2         10m00s   AccessDeniedException: not allowed" in final
+    assert "FAILED at stage eks (attempt 2):\n  AccessDeniedException: not allowed" in final
+    assert (f"hypd ops retry {OPERATION_ID} --wait --endpoint http://127.0.0.1:9/v1"
+            in final)
+
+
+def test_watch_prints_one_line_per_change_when_not_a_terminal() -> None:
+    ctx = context(["ops", "watch", OPERATION_ID],
+                  ScriptedClient(RUNNING, RUNNING, SUCCEEDED))
+
+    assert run_watch(ctx) == EXIT_OK
+
+    out = ctx.out.getvalue()  # type: ignore[attr-defined]
+    lines = out.split("\n\n")[0].splitlines()
+    assert lines == [
+        f"{OPERATION_ID}  RUNNING",
+        "  network  SUCCEEDED  attempt 1, took 1m00s",
+        "  eks      RUNNING    attempt 1",
+        "  eks      SUCCEEDED  attempt 1, took 10m00s",
+        f"{OPERATION_ID}  SUCCEEDED",
+    ]
+    assert f"Operation {OPERATION_ID} (create-cluster, cluster demo): SUCCEEDED after 5m00s" in out
+
+
+def test_watch_rides_out_temporary_failures_and_gives_up_after_too_many() -> None:
+    throttled = ApiError(429, "TooManyRequestsException", "slow down", {})
+    pauses: list[float] = []
+    ctx = context(["ops", "watch", OPERATION_ID, "--interval", "1"], ScriptedClient(
+        ApiUnreachable("http://x", "refused"), throttled, SUCCEEDED), sleep=pauses.append)
+
+    assert run_watch(ctx) == EXIT_OK
+    assert pauses == [1.0, 2.0]
+    assert "poll failed" in ctx.err.getvalue()  # type: ignore[attr-defined]
+
+    down = context(["ops", "watch", OPERATION_ID],
+                   ScriptedClient(ApiUnreachable("http://127.0.0.1:9/v1", "refused")))
+    assert run_watch(down) == EXIT_UNREACHABLE
+
+    missing = context(["ops", "watch", OPERATION_ID],
+                      ScriptedClient(ApiError(404, "NotFound", "no such operation", {},
+                                              "getOperation")))
+    assert run_watch(missing) == EXIT_FAILED
+    assert "(NotFound) when calling the getOperation operation (HTTP 404): no such operation" \
+        in missing.err.getvalue()  # type: ignore[attr-defined]
+
+
+def test_watch_timeout_exits_4_and_ctrl_c_exits_130() -> None:
+    ctx = context(["ops", "watch", OPERATION_ID, "--timeout", "0.01"], ScriptedClient(RUNNING))
+    ctx.clock = iter([0.0, 1.0]).__next__
+
+    assert run_watch(ctx) == EXIT_TIMEOUT
+    assert f"Still RUNNING after 0.0s; keep watching: hypd ops watch {OPERATION_ID}" in \
+        ctx.err.getvalue()  # type: ignore[attr-defined]
+
+    def interrupt(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    stopped = context(["ops", "watch", OPERATION_ID], ScriptedClient(RUNNING), sleep=interrupt)
+    assert run_watch(stopped) == EXIT_INTERRUPTED
+    assert "Stopped watching; the operation goes on" in \
+        stopped.err.getvalue()  # type: ignore[attr-defined]
+
+
+def test_create_sends_the_body_from_flags_or_a_file(tmp_path: Path) -> None:
+    client = ScriptedClient(SUCCEEDED)
+    flags = ["clusters", "create", "--tag", "demo", "--zone", "us-west-2a",
+             "--group", "name=gpu,type=ml.g6.4xlarge,count=2,capacity=spot,efa-only=true",
+             "--group", "name=plan,instance-type=ml.p5.48xlarge,training-plan="
+             "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5",
+             "--fsx-capacity", "2400", "--kubernetes-version", "1.33"]
+    ctx = context(flags, client)
+
+    assert run_command(ctx, "clusters create", create_cluster) == EXIT_OK
+    assert client.created == [{
+        "tag": "demo",
+        "availabilityZone": "us-west-2a",
+        "kubernetesVersion": "1.33",
+        "instanceGroups": [
+            {"name": "gpu", "instanceType": "ml.g6.4xlarge", "count": 2,
+             "capacity": {"type": "spot"}, "efaOnly": True},
+            {"name": "plan", "instanceType": "ml.p5.48xlarge", "count": 1,
+             "capacity": {"type": "training-plan", "trainingPlanArn":
+                          "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5"}},
+        ],
+        "storage": {"fsx": {"storageCapacityGiB": 2400}},
+    }]
+    assert f"Follow it: hypd ops watch {OPERATION_ID}" in ctx.out.getvalue()  # type: ignore[attr-defined]
+
+    body = {"tag": "x", "instanceGroups": [{"labels": {"team": "a"}}], "storage": {}}
+    (tmp_path / "body.json").write_text(json.dumps(body))
+    from_file = ScriptedClient(SUCCEEDED)
+    assert run_command(context(["clusters", "create", "--from-file", str(tmp_path / "body.json"),
+                                "-o", "json"], from_file),
+                       "clusters create", create_cluster) == EXIT_OK
+    assert from_file.created == [body]
+    piped = ScriptedClient(SUCCEEDED)
+    assert run_command(context(["clusters", "create", "--from-file", "-"], piped,
+                               stdin=json.dumps(body)), "clusters create", create_cluster) == 0
+    assert piped.created == [body]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("name=gpu", "missing type="),
+        ("type=ml.g6.4xlarge", "missing name="),
+        ("name=gpu,type=t,count=two", "count must be a whole number"),
+        ("name=gpu,type=t,capacity=reserved", "capacity must be one of"),
+        ("name=gpu,type=t,capacity=training-plan", "needs training-plan=ARN"),
+        ("name=gpu,type=t,capacity=spot,training-plan=arn:x", "goes with capacity=training-plan"),
+        ("name=gpu,type=t,colour=red", "unknown key 'colour'"),
+        ("name=gpu,name=cpu,type=t", "name given twice"),
+        ("name=gpu,type", "expected KEY=VALUE"),
+        ("name=gpu,type=t,efa-only=maybe", "efa-only must be true or false"),
+    ],
+)
+def test_bad_group_specs_are_usage_errors(spec: str, message: str) -> None:
+    from hypd_cli.cli import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        parse_group(spec)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["clusters", "create", "--tag", "x"], "missing --group, --s3-bucket or --fsx-capacity"),
+        (["clusters", "create", "--tag", "x", "--group", "name=a,type=b", "--s3-bucket", "b",
+          "--from-file", "f.json"], "--from-file gives the whole request; drop --tag, --group"),
+        (["clusters", "create", "--tag", "x", "--group", "name=a,type=b", "--fsx-capacity",
+          "1200", "--s3-prefix", "p/"], "--s3-prefix needs --s3-bucket"),
+        (["clusters", "create", "--from-file", "/nonexistent/body.json"], "--from-file:"),
+        (["clusters", "create", "--tag", "x", "--group", "name=a", "--s3-bucket", "b"],
+         "missing type="),
+    ],
+)
+def test_incomplete_create_flags_exit_2_without_calling_the_api(
+    run_cli: RunCli, argv: list[str], message: str
+) -> None:
+    run = run_cli(*argv, endpoint=free_endpoint())
+
+    assert run.code == EXIT_USAGE
+    assert message in run.err
+    assert run.calls == []
+
+
+def test_usage_errors_exit_2(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run_cli("clusters", "list", "--output", "yaml").code == EXIT_USAGE
+    assert run_cli("ops", "watch").code == EXIT_USAGE  # no ID
+    assert run_cli("ops", "watch", OPERATION_ID, "--interval", "0").code == EXIT_USAGE
+    assert run_cli("nodes").code == EXIT_USAGE
+
+    monkeypatch.delenv("HYPD_ENDPOINT", raising=False)
+    no_endpoint = run_cli("clusters", "list")
+    assert no_endpoint.code == EXIT_USAGE
+    assert "no endpoint: give --endpoint URL or set HYPD_ENDPOINT" in no_endpoint.err
+
+
+def test_an_unreachable_endpoint_exits_3_naming_it(run_cli: RunCli) -> None:
+    endpoint = free_endpoint()
+
+    run = run_cli("clusters", "list", endpoint=endpoint)
+
+    assert run.code == EXIT_UNREACHABLE
+    assert f"cannot reach the hypd API at {endpoint}" in run.err
+    assert run.out == ""
+
+
+def test_the_console_script_exits_with_the_commands_code() -> None:
+    script = Path(sys.executable).parent / "hypd"
+    if not script.exists():
+        pytest.skip("the hypd console script is not installed next to the interpreter")
+    endpoint = free_endpoint()
+    env = {**os.environ, "HYPD_ENDPOINT": endpoint}
+
+    unreachable = subprocess.run(  # noqa: S603 - our own console script
+        [str(script), "catalog", "zones", "-o", "json"], capture_output=True, text=True,
+        env=env, timeout=60, check=False,
+    )
+    usage = subprocess.run(  # noqa: S603
+        [str(script), "clusters", "get"], capture_output=True, text=True, env=env, timeout=60,
+        check=False,
+    )
+
+    assert unreachable.returncode == EXIT_UNREACHABLE
+    assert endpoint in unreachable.stderr
+    assert unreachable.stdout == ""
+    assert usage.returncode == EXIT_USAGE
+
+
+def test_thread_stream_keeps_only_the_owner_threads_writes() -> None:
+    import threading
+
+    stream = ThreadStream()
+    stream.write("mine\n")
+    other = threading.Thread(target=lambda: stream.write("theirs\n"))
+    other.start()
+    other.join()
+
+    assert stream.getvalue() == "mine\n"

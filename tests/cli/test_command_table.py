@@ -1,0 +1,69 @@
+"""Every CLI command maps to exactly one REST operation of docs/openapi.json, every REST
+operation is reachable from the CLI, and the client's route table is the document's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypd_cli.api_client import ROUTES
+from hypd_cli.cli import COMMANDS, leaf_commands
+from hypd_cli.main import build_parser
+
+OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
+API_GROUPS = {"clusters", "ops", "catalog"}
+
+
+def document_operations() -> dict[str, dict[str, Any]]:
+    """operationId -> {method, path, query, body} from the OpenAPI document."""
+    document = json.loads(OPENAPI.read_text())
+    found: dict[str, dict[str, Any]] = {}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method not in HTTP_METHODS:
+                continue
+            parameters = operation.get("parameters") or []
+            found[operation["operationId"]] = {
+                "method": method.upper(),
+                "path": path,
+                "query": {p["name"] for p in parameters if p["in"] == "query"},
+                "path_params": {p["name"] for p in parameters if p["in"] == "path"},
+                "body": "requestBody" in operation,
+            }
+    return found
+
+
+def test_every_command_maps_to_one_operation_of_the_document() -> None:
+    operations = document_operations()
+
+    for command, operation_id in COMMANDS.items():
+        assert operation_id in operations, f"hypd {command}: {operation_id} is not in the API"
+
+
+def test_every_rest_operation_is_reachable_from_the_cli() -> None:
+    assert set(document_operations()) - set(COMMANDS.values()) == set()
+
+
+def test_the_parsers_commands_are_the_table() -> None:
+    leaves = leaf_commands(build_parser())
+    api_leaves = {name: leaf for name, leaf in leaves.items() if name.split()[0] in API_GROUPS}
+
+    assert set(api_leaves) == set(COMMANDS)
+    for name, leaf in api_leaves.items():
+        assert leaf == {"command_name": name, "operation_id": COMMANDS[name]}
+    # Commands outside the API groups call no REST operation of their own.
+    assert {name.split()[0] for name in leaves} - API_GROUPS <= {"local", "mcp"}
+
+
+def test_the_clients_routes_are_the_documents() -> None:
+    operations = document_operations()
+
+    assert set(ROUTES) == set(operations)
+    for operation_id, route in ROUTES.items():
+        documented = operations[operation_id]
+        assert (route.method, route.path) == (documented["method"], documented["path"])
+        assert set(route.query) == documented["query"], operation_id
+        assert set(route.path_params) == documented["path_params"], operation_id
+        assert route.has_body == documented["body"], operation_id

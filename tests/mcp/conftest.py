@@ -1,0 +1,70 @@
+"""Fixtures of the MCP server's tests: a real MCP client session from the SDK, over stdio, with
+`hypd mcp serve` as its subprocess."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+POLL_SECONDS = 0.5
+"""How often the server under test reads a waited-on operation (the default is 2 s)."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def server_parameters(endpoint: str, *extra: str) -> StdioServerParameters:
+    """``python -m hypd_cli.main mcp serve --endpoint URL``, as an MCP client's config says."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m", "hypd_cli.main", "mcp", "serve", "--endpoint", endpoint,
+            "--poll-seconds", str(POLL_SECONDS), *extra,
+        ],
+    )
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(endpoint: str) -> AsyncIterator[ClientSession]:
+    """An initialized client session with a fresh ``hypd mcp serve`` subprocess."""
+    async with (
+        stdio_client(server_parameters(endpoint)) as (read_stream, write_stream),
+        ClientSession(read_stream, write_stream) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+async def call(session: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; its structured result (the API's response)."""
+    result = await session.call_tool(name, arguments)
+    assert isinstance(result, types.CallToolResult)
+    assert not result.is_error, f"{name} failed: {text_of(result)}"
+    structured: dict[str, Any] = result.structured_content
+    # The text content is the same JSON, for clients that read only text.
+    assert json.loads(result.content[0].text) == structured  # type: ignore[union-attr]
+    return structured
+
+
+async def call_error(session: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must fail; its error (status, code, message, details)."""
+    result = await session.call_tool(name, arguments)
+    assert isinstance(result, types.CallToolResult)
+    assert result.is_error, f"{name} succeeded: {text_of(result)}"
+    error: dict[str, Any] = result.structured_content
+    assert error["code"] in text_of(result)
+    assert error["message"] in text_of(result)
+    return error

@@ -1,0 +1,319 @@
+"""The MCP tools against the REST API's contract: one tool per operation of docs/openapi.json,
+schemas from the API's pydantic models, and how operation_get_status waits (no subprocess)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hypd.api.models import OperationView
+from hypd.clusters.create_request import CreateClusterRequest
+from hypd_cli.api_client import ROUTES, ApiError, ApiUnreachable
+from hypd_cli.mcp_server import (
+    TOOL_SPECS,
+    WAIT_SECONDS_MAX,
+    HypdTools,
+    ToolSpec,
+    bind_tools,
+    openapi_document,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+OPENAPI = ROOT / "docs" / "openapi.json"
+HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
+
+TOOLS = {
+    "cluster_list_all": "listClusters",
+    "cluster_get": "getCluster",
+    "cluster_create": "createCluster",
+    "cluster_discover": "discoverClusters",
+    "operation_list": "listOperations",
+    "operation_get_status": "getOperation",
+    "operation_retry": "retryOperation",
+    "operation_cancel": "cancelOperation",
+    "catalog_availability_zones": "listAvailabilityZones",
+    "catalog_instance_types": "listInstanceTypes",
+    "catalog_training_plans": "listTrainingPlans",
+}
+
+
+def committed_document() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(OPENAPI.read_text())
+    return document
+
+
+def rest_operations(document: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """operationId -> (METHOD, path) of every operation in the document."""
+    found: dict[str, tuple[str, str]] = {}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method in HTTP_METHODS:
+                assert operation["operationId"] not in found
+                found[operation["operationId"]] = (method.upper(), path)
+    return found
+
+
+def test_every_tool_maps_to_one_rest_operation_and_every_operation_has_a_tool() -> None:
+    document = committed_document()
+    operations = rest_operations(document)
+    tools = bind_tools(document)
+
+    assert {t.name: t.spec.operation_id for t in tools} == TOOLS
+    operation_ids = [t.spec.operation_id for t in tools]
+    assert sorted(operation_ids) == sorted(operations)  # each operation exactly once
+    for tool in tools:
+        assert (tool.method, tool.path) == operations[tool.spec.operation_id]
+        # The API client runs the same route for the operation.
+        route = ROUTES[tool.spec.operation_id]
+        assert (route.method, route.path) == (tool.method, tool.path)
+        assert set(route.query) == set(tool.query_params)
+
+
+def test_the_server_binds_the_tools_to_the_document_the_api_generates() -> None:
+    # The server generates the document from the API's code; docs/openapi.json is that
+    # document committed (tests/unit/test_openapi.py keeps it current).
+    generated = openapi_document()
+    assert rest_operations(generated) == rest_operations(committed_document())
+    assert [t.to_mcp() for t in bind_tools(generated)] == [
+        t.to_mcp() for t in bind_tools(committed_document())
+    ]
+
+
+def test_each_tool_is_documented_from_its_operation() -> None:
+    document = committed_document()
+    for tool in bind_tools(document):
+        method, path = tool.method.lower(), tool.path
+        operation = document["paths"][path][method]
+        mcp_tool = tool.to_mcp()
+        assert mcp_tool.title == operation["summary"]
+        assert mcp_tool.description is not None
+        assert mcp_tool.description.startswith(operation["summary"])
+        if "description" in operation:
+            assert operation["description"] in mcp_tool.description
+        assert f"{tool.method} {tool.path}" in mcp_tool.description
+        assert mcp_tool.annotations is not None
+        assert mcp_tool.annotations.read_only_hint is (tool.method == "GET")
+
+
+def test_input_schemas_come_from_the_apis_models_and_parameters() -> None:
+    document = committed_document()
+    tools = {t.name: t for t in bind_tools(document)}
+
+    # The body of POST /clusters, exactly as the API validates it.
+    assert tools["cluster_create"].input_schema == CreateClusterRequest.model_json_schema(
+        by_alias=True
+    )
+    # Path and query parameters, with the API's patterns and limits.
+    get = tools["cluster_get"].input_schema
+    assert get["required"] == ["tag"]
+    parameter = document["paths"]["/clusters/{tag}"]["get"]["parameters"][0]
+    assert get["properties"]["tag"]["pattern"] == parameter["schema"]["pattern"]
+    listed = tools["operation_list"].input_schema
+    assert set(listed["properties"]) == {"clusterTag", "status", "limit", "nextToken"}
+    assert listed["$defs"]["OperationStatus"]["enum"] == [
+        "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"
+    ]
+    assert listed["properties"]["limit"]["maximum"] == 100
+    zones = tools["catalog_instance_types"].input_schema["properties"]["availabilityZone"]
+    assert "us-west-2c" in zones["description"]
+    # Polling: wait_seconds, capped.
+    status = tools["operation_get_status"].input_schema
+    assert status["required"] == ["operationId"]
+    assert status["properties"]["wait_seconds"]["maximum"] == WAIT_SECONDS_MAX == 300
+    for tool in tools.values():
+        assert tool.input_schema["type"] == "object"
+        assert tool.output_schema["type"] == "object"
+    assert tools["operation_get_status"].output_schema == OperationView.model_json_schema(
+        by_alias=True, mode="serialization"
+    )
+
+
+def test_a_tool_whose_model_disagrees_with_the_api_is_refused() -> None:
+    document = committed_document()
+    wrong_body = ToolSpec("x", "discoverClusters", TOOL_SPECS[3].response,
+                          body=CreateClusterRequest)
+    with pytest.raises(ValueError, match="takes DiscoverRequest, not CreateClusterRequest"):
+        bind_tools(document, [wrong_body])
+    wrong_response = ToolSpec("x", "retryOperation", TOOL_SPECS[0].response)
+    with pytest.raises(ValueError, match="answers OperationView, not ClusterList"):
+        bind_tools(document, [wrong_response])
+    with pytest.raises(ValueError, match="no operation deleteCluster"):
+        bind_tools(document, [ToolSpec("x", "deleteCluster", TOOL_SPECS[0].response)])
+
+
+# ------------------------------------------------------------------ operation_get_status waits
+OPERATION_ID = "op-" + "0" * 32
+
+
+def operation(status: str, *stages: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "id": OPERATION_ID,
+        "status": status,
+        "stages": [{"name": n, "status": s, "attempts": 1} for n, s in stages],
+    }
+
+
+class ScriptedClient:
+    """Answers each call with the answers given in turn, the last one from then on."""
+
+    def __init__(self, *answers: dict[str, Any] | Exception) -> None:
+        self.answers = list(answers)
+        self.calls: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+
+    def call(
+        self, operation_id: str, /, *, body: dict[str, Any] | None = None, **params: Any
+    ) -> dict[str, Any]:
+        self.calls.append((operation_id, params, body))
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+@pytest.fixture(scope="module")
+def bound() -> list[Any]:
+    return bind_tools(committed_document())
+
+
+def tools_with(client: ScriptedClient, bound: list[Any]) -> HypdTools:
+    return HypdTools(client, bound, poll_seconds=0.01)
+
+
+@pytest.mark.anyio
+async def test_wait_returns_when_a_stage_changes(bound: list[Any]) -> None:
+    client = ScriptedClient(
+        operation("RUNNING", ("network", "RUNNING"), ("eks", "PENDING")),
+        operation("RUNNING", ("network", "RUNNING"), ("eks", "PENDING")),
+        operation("RUNNING", ("network", "SUCCEEDED"), ("eks", "RUNNING")),
+        operation("SUCCEEDED", ("network", "SUCCEEDED"), ("eks", "SUCCEEDED")),
+    )
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def report(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    result = await tools_with(client, bound).call(
+        "operation_get_status", {"operationId": OPERATION_ID, "wait_seconds": 30}, report
+    )
+
+    assert not result.is_error
+    assert result.structured_content["stages"][1]["status"] == "RUNNING"
+    assert len(client.calls) == 3
+    assert client.calls == [("getOperation", {"operationId": OPERATION_ID}, None)] * 3
+    assert "changed" in result.content[1].text  # type: ignore[union-attr]
+    assert "stage eks RUNNING" in result.content[1].text  # type: ignore[union-attr]
+    assert [p[1] for p in progress] == [30.0, 30.0]
+
+
+@pytest.mark.anyio
+async def test_wait_returns_at_once_for_an_ended_operation(bound: list[Any]) -> None:
+    client = ScriptedClient(operation("FAILED", ("network", "FAILED")))
+
+    result = await tools_with(client, bound).call(
+        "operation_get_status", {"operationId": OPERATION_ID, "wait_seconds": 300}
+    )
+
+    assert result.structured_content["status"] == "FAILED"
+    assert len(client.calls) == 1
+    assert "ended" in result.content[1].text  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_wait_gives_up_after_wait_seconds_and_says_so(bound: list[Any]) -> None:
+    client = ScriptedClient(operation("RUNNING", ("eks", "RUNNING")))
+    tools = tools_with(client, bound)
+    tools.wait_seconds_max = 1  # the cap applies to larger requests
+
+    result = await tools.call(
+        "operation_get_status", {"operationId": OPERATION_ID, "wait_seconds": 10_000}
+    )
+
+    assert result.structured_content["status"] == "RUNNING"
+    assert 20 < len(client.calls) < 150  # every poll_seconds for about a second
+    assert "no change" in result.content[1].text  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_without_wait_seconds_the_operation_is_read_once(bound: list[Any]) -> None:
+    client = ScriptedClient(operation("RUNNING", ("eks", "RUNNING")))
+
+    result = await tools_with(client, bound).call("operation_get_status",
+                                                  {"operationId": OPERATION_ID})
+
+    assert len(client.calls) == 1
+    assert len(result.content) == 1
+
+
+@pytest.mark.anyio
+async def test_an_api_error_while_waiting_is_a_tool_error(bound: list[Any]) -> None:
+    client = ScriptedClient(
+        operation("RUNNING", ("eks", "RUNNING")),
+        ApiError(503, "ServiceUnavailable", "try again", {}),
+    )
+
+    result = await tools_with(client, bound).call(
+        "operation_get_status", {"operationId": OPERATION_ID, "wait_seconds": 5}
+    )
+
+    assert result.is_error
+    assert result.structured_content == {
+        "status": 503, "code": "ServiceUnavailable", "message": "try again", "details": {}
+    }
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("name", "arguments", "message"),
+    [
+        ("cluster_get", {}, "tag: this argument is required"),
+        ("cluster_get", {"tag": "a", "name": "b"}, "unknown argument(s) name"),
+        ("operation_get_status", {"operationId": OPERATION_ID, "wait_seconds": "soon"},
+         "wait_seconds: expected a number"),
+    ],
+)
+async def test_arguments_that_make_no_request_are_tool_errors(
+    bound: list[Any], name: str, arguments: dict[str, Any], message: str
+) -> None:
+    client = ScriptedClient(operation("RUNNING"))
+
+    result = await tools_with(client, bound).call(name, arguments)
+
+    assert result.is_error
+    assert result.structured_content["code"] == "ValidationError"
+    assert message in result.structured_content["message"]
+    assert client.calls == []
+
+
+@pytest.mark.anyio
+async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[Any]) -> None:
+    client = ScriptedClient({"operations": []})
+    tools = tools_with(client, bound)
+
+    await tools.call("cluster_get", {"tag": "a/b"})
+    await tools.call("operation_list", {"clusterTag": "demo", "status": "FAILED",
+                                        "nextToken": None})
+    await tools.call("operation_retry", {"operationId": OPERATION_ID})
+    await tools.call("cluster_create", {"tag": "demo"})
+    await tools.call("cluster_discover", {})
+
+    assert client.calls == [
+        ("getCluster", {"tag": "a/b"}, None),
+        ("listOperations", {"clusterTag": "demo", "status": "FAILED"}, None),
+        ("retryOperation", {"operationId": OPERATION_ID}, None),
+        ("createCluster", {}, {"tag": "demo"}),
+        ("discoverClusters", {}, {}),
+    ]
+
+
+@pytest.mark.anyio
+async def test_client_failures_are_tool_errors(bound: list[Any]) -> None:
+    client = ScriptedClient(ApiUnreachable("http://127.0.0.1:9/v1", "Connection refused"))
+
+    result = await tools_with(client, bound).call("catalog_training_plans", {})
+
+    assert result.is_error
+    assert result.structured_content["code"] == "ApiUnreachable"
+    assert "http://127.0.0.1:9/v1" in result.structured_content["message"]
