@@ -127,6 +127,51 @@ def region_of_endpoint(endpoint: str) -> str | None:
     return match.group(1) if match else None
 
 
+DEFAULT_STACK_NAME = "hypd"
+API_URL_OUTPUT = "ApiUrl"
+
+
+def endpoint_from_stack(
+    stack_name: str = DEFAULT_STACK_NAME,
+    *,
+    profile: str | None = None,
+    region: str | None = None,
+    cloudformation: Any = None,
+) -> str:
+    """The API's base URL: the `ApiUrl` output of the deployed stack (template.yaml's).
+
+    This is configuration, not an operation: the one AWS call the clients make besides
+    signing, so that a deployment needs no endpoint to be copied around.
+
+    Raises:
+        ApiConfigError: no such stack, no such output, or no credentials/Region to look.
+    """
+    import botocore.exceptions
+    import botocore.session
+
+    try:
+        if cloudformation is None:
+            session = botocore.session.Session(profile=profile)
+            cloudformation = session.create_client("cloudformation", region_name=region)
+        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except botocore.exceptions.ClientError as exc:
+        raise ApiConfigError(
+            f"no endpoint: give --endpoint URL, set HYPD_ENDPOINT, or deploy the stack "
+            f"{stack_name} (CloudFormation said: {exc.response.get('Error', {}).get('Message')})"
+        ) from None
+    except botocore.exceptions.BotoCoreError as exc:
+        raise ApiConfigError(
+            f"no endpoint: give --endpoint URL or set HYPD_ENDPOINT (looking up the stack "
+            f"{stack_name} failed: {exc})"
+        ) from None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs") or []}
+    if API_URL_OUTPUT not in outputs:
+        raise ApiConfigError(
+            f"stack {stack_name} has no {API_URL_OUTPUT} output; give --endpoint URL"
+        )
+    return str(outputs[API_URL_OUTPUT])
+
+
 class SigV4Signer:
     """Signs requests for ``execute-api`` (SigV4, body included) with botocore's signer.
 

@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from hypd_cli.api_client import (
+    DEFAULT_STACK_NAME,
     ApiClient,
     ApiConfigError,
     ApiError,
     ApiUnreachable,
+    endpoint_from_stack,
 )
 
 ENDPOINT_ENV = "HYPD_ENDPOINT"
+STACK_ENV = "HYPD_STACK_NAME"
 
 # Exit codes scripts can rely on (docs/cli.md).
 EXIT_OK = 0
@@ -78,14 +81,22 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
         "--no-sign-request", action="store_true",
         help="send unsigned requests (the default for a loopback endpoint: the local cloud)",
     )
+    group.add_argument(
+        "--stack-name", default=None,
+        help=f"without an endpoint: take the ApiUrl output of this deployed stack (default: "
+        f"${STACK_ENV}, else {DEFAULT_STACK_NAME})",
+    )
 
 
 def client_from_args(args: argparse.Namespace) -> ApiClient:
+    """The API client the options describe. Without --endpoint or HYPD_ENDPOINT the endpoint
+    is the deployed stack's ApiUrl output (`--stack-name`), and requests are signed."""
     endpoint = getattr(args, "endpoint", None) or os.environ.get(ENDPOINT_ENV)
     if not endpoint:
-        raise ApiConfigError(
-            f"no endpoint: give --endpoint URL or set {ENDPOINT_ENV} (the stack's ApiUrl "
-            "output; http://127.0.0.1:8080/v1 for `hypd local up`)"
+        endpoint = endpoint_from_stack(
+            getattr(args, "stack_name", None) or os.environ.get(STACK_ENV) or DEFAULT_STACK_NAME,
+            profile=getattr(args, "profile", None),
+            region=getattr(args, "region", None),
         )
     # Signed unless the endpoint is loopback (the local cloud) or --no-sign-request.
     sign = False if getattr(args, "no_sign_request", False) else None

@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-GLOBAL_VALUE_OPTIONS = ("--endpoint", "--region", "--profile", "-o", "--output")
+GLOBAL_VALUE_OPTIONS = ("--endpoint", "--region", "--profile", "--stack-name", "-o", "--output")
 GLOBAL_FLAGS = ("--no-sign-request",)
 
 

@@ -26,6 +26,7 @@ from hypd_cli.api_client import (
     ApiError,
     ApiUnreachable,
     SigV4Signer,
+    endpoint_from_stack,
     is_local_endpoint,
     region_of_endpoint,
 )
@@ -286,3 +287,48 @@ def test_call_checks_parameters_against_the_route(fake_api: FakeApi) -> None:
 def test_endpoints(endpoint: str, local: bool, region: str | None) -> None:
     assert is_local_endpoint(endpoint) is local
     assert region_of_endpoint(endpoint) == region
+
+
+def _cloudformation(outputs: list[dict[str, str]] | None, error: str | None = None) -> Any:
+    import botocore.session
+    from botocore.stub import Stubber
+
+    client = botocore.session.get_session().create_client(
+        "cloudformation", region_name="us-west-2",
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret",
+    )
+    stubber = Stubber(client)
+    if error:
+        stubber.add_client_error("describe_stacks", service_error_code="ValidationError",
+                                 service_message=error)
+    else:
+        stack: dict[str, Any] = {
+            "StackName": "hypd", "CreationTime": "2026-11-30T00:00:00Z",
+            "StackStatus": "CREATE_COMPLETE",
+        }
+        if outputs is not None:
+            stack["Outputs"] = outputs
+        stubber.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "hypd"})
+    stubber.activate()
+    return client
+
+
+def test_without_an_endpoint_the_deployed_stacks_api_url_is_used() -> None:
+    url = "https://a1b2c3.execute-api.us-west-2.amazonaws.com/v1"
+    client = _cloudformation([{"OutputKey": "ApiUrl", "OutputValue": url}])
+
+    assert endpoint_from_stack("hypd", cloudformation=client) == url
+
+
+@pytest.mark.parametrize(
+    ("outputs", "error", "message"),
+    [
+        (None, "Stack with id hypd does not exist", "does not exist"),
+        ([{"OutputKey": "TableName", "OutputValue": "t"}], None, "no ApiUrl output"),
+    ],
+)
+def test_a_missing_stack_or_output_is_a_configuration_error(
+    outputs: list[dict[str, str]] | None, error: str | None, message: str
+) -> None:
+    with pytest.raises(ApiConfigError, match=message):
+        endpoint_from_stack("hypd", cloudformation=_cloudformation(outputs, error))
