@@ -8,7 +8,7 @@ from hypd.aws.dynamodb import Table
 from hypd.errors import AwsThrottled, InvalidTaskInput, OperationStateError
 from hypd.operations import lifecycle
 from hypd.operations.models import ErrorInfo, OperationStatus, StageStatus
-from hypd.operations.stages import error_info, run_stage
+from hypd.operations.stages import error_info, run_stage, stage_step
 from hypd.operations.store import OperationStore
 from tests.unit.support import FakeClock, discover_operation
 
@@ -134,3 +134,32 @@ def test_stage_of_an_ended_operation_does_no_work(store: OperationStore) -> None
 )
 def test_error_info(exc: BaseException, expected: ErrorInfo) -> None:
     assert error_info(exc) == expected
+
+
+def test_a_polling_step_ends_its_stage_only_once_its_result_says_ready(
+    store: OperationStore,
+) -> None:
+    # Given a stage opened by a first look that finds its resource not ready
+    operation = store.create(discover_operation())
+
+    def ready(result: dict[str, int]) -> bool:
+        return bool(result["ready"])
+
+    def not_yet() -> dict[str, int]:
+        return {"ready": 0}
+
+    def now_ready() -> dict[str, int]:
+        return {"ready": 1, "n": 1}
+
+    stage_step(store, operation.id, "eks-clusters", not_yet, start=True, complete=ready)
+    assert store.get(operation.id).stage("eks-clusters").status is StageStatus.RUNNING
+
+    # When a later look finds it ready
+    stage_step(store, operation.id, "eks-clusters", now_ready, complete=ready,
+               summarize=lambda r: {"n": r["n"]})
+
+    # Then that look ended the stage, with one attempt
+    stage = store.get(operation.id).stage("eks-clusters")
+    assert stage.status is StageStatus.SUCCEEDED
+    assert stage.output == {"n": 1}
+    assert stage.attempts == 1

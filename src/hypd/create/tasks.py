@@ -186,7 +186,7 @@ def build_router(services: CreateServices) -> TaskRouter:
         work: Callable[[], T],
         *,
         start: bool = False,
-        complete: bool = False,
+        complete: bool | Callable[[T], bool] = False,
         summarize: Callable[[T], dict[str, Any]] | None = None,
     ) -> T:
         operation = operations.get(task.operation_id)
@@ -460,8 +460,6 @@ def build_router(services: CreateServices) -> TaskRouter:
     # ---------------------------------------------------------------- storage
     @polled("mount-storage", "check-storage")
     def storage_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
-        ready_flag: dict[str, bool] = {}
-
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
             if resolved.storage.s3 is not None:
@@ -480,53 +478,51 @@ def build_router(services: CreateServices) -> TaskRouter:
                     client_token=f"{operation.id}-storage",
                 )
                 if not storage.file_system_ready(system):
-                    ready_flag["ready"] = False
                     return poll_result(
                         False, storage.next_check_seconds(elapsed(operation, "storage"))
                     )
                 manifests = storage.fsx_manifests(resolved.tag, system)
                 kind = "fsx"
             apply_manifests(services.kubernetes(resolved.eks_cluster_name), manifests)
-            ready_flag["ready"] = True
             return {
+                **poll_result(True),
                 "kind": kind,
                 "volume": storage.volume_name(resolved.tag),
                 "claim": f"{storage.CLAIM_NAMESPACE}/{storage.CLAIM_NAME}",
             }
 
-        def summarize(result: dict[str, Any]) -> dict[str, Any]:
-            return result
-
-        result = step(task, "storage", work, start=start)
-        if ready_flag.get("ready"):
-            step(task, "storage", lambda: result, complete=True, summarize=summarize)
-            return poll_result(True)
-        return result
+        return step(task, "storage", work, start=start, complete=_ready, summarize=_summary)
 
     # ---------------------------------------------------------------- verify
     @polled("verify-cluster", "check-verification")
     def verify_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
-        verdict: dict[str, verify.Verification] = {}
-
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
             api = services.kubernetes(resolved.eks_cluster_name)
             nodes, claim = verify.observe(api, storage.CLAIM_NAMESPACE, storage.CLAIM_NAME)
             workloads = (operation.stage("dependencies").output or {}).get("workloads", [])
-            rollout = check_rollout(api, [
-                AppliedObject(
-                    api_version=w["apiVersion"], kind=w["kind"], name=w["name"],
-                    namespace=w.get("namespace"), path=w["path"], created=False,
-                )
-                for w in workloads
-            ])
+            rollout = check_rollout(
+                api,
+                [
+                    AppliedObject(
+                        api_version=w["apiVersion"],
+                        kind=w["kind"],
+                        name=w["name"],
+                        namespace=w.get("namespace"),
+                        path=w["path"],
+                        created=False,
+                    )
+                    for w in workloads
+                ],
+            )
             result = verify.evaluate(
-                nodes, {g.name: g.count for g in resolved.instance_groups}, claim,
+                nodes,
+                {g.name: g.count for g in resolved.instance_groups},
+                claim,
                 rollout=rollout,
             )
-            verdict["result"] = result
             if result.ready:
-                return poll_result(True)
+                return {**poll_result(True), **_dump(result)}
             waited = elapsed(operation, "verify")
             if waited >= verify.VERIFY_TIMEOUT_SECONDS:
                 raise verify.VerificationTimedOut(
@@ -535,11 +531,8 @@ def build_router(services: CreateServices) -> TaskRouter:
                 )
             return poll_result(False, verify.CHECK_INTERVAL_SECONDS)
 
-        answer = step(task, "verify", work, start=start)
-        result = verdict["result"]
-        if result.ready:
-            step(task, "verify", lambda: result, complete=True, summarize=_dump)
-        return answer
+        answer = step(task, "verify", work, start=start, complete=_ready, summarize=_summary)
+        return poll_result(True) if answer["ready"] else answer
 
     # ---------------------------------------------------------------- end
     def release(operation: Operation) -> None:
@@ -577,6 +570,16 @@ def build_router(services: CreateServices) -> TaskRouter:
         return {"operationId": operation.id, "status": operation.status.value}
 
     return router
+
+
+def _ready(result: dict[str, Any]) -> bool:
+    """A poll's answer ends its stage once its resource is ready."""
+    return bool(result["ready"])
+
+
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
+    """A poll's answer without the polling fields: the stage's recorded output."""
+    return {k: v for k, v in result.items() if k not in ("ready", "waitSeconds")}
 
 
 def _storage_kind(resolved: ResolvedCreate) -> str:

@@ -44,14 +44,15 @@ def stage_step(
     work: Callable[[], T],
     *,
     start: bool = False,
-    complete: bool = False,
+    complete: bool | Callable[[T], bool] = False,
     summarize: Callable[[T], dict[str, Any]] | None = None,
 ) -> T:
     """One task of a stage that spans several tasks (create, wait, check, ...).
 
     `start`: this task opens an attempt of the stage (RUNNING, attempts + 1); the polling
     tasks after it leave the attempt count alone. `complete`: this task ends the stage
-    (SUCCEEDED, with `summarize(result)` as its output). A raised error is recorded on the
+    (SUCCEEDED, with `summarize(result)` as its output); a predicate decides from the result
+    (a poll that ends the stage once its resource is ready). A raised error is recorded on the
     stage and re-raised unchanged, as in `run_stage`.
     """
     if start:
@@ -62,7 +63,7 @@ def stage_step(
         info = error_info(exc)
         store.update(operation_id, lambda op: lifecycle.record_stage_error(op, stage, info))
         raise
-    if complete:
+    if complete(result) if callable(complete) else complete:
         summary = summarize(result) if summarize else None
         store.update(operation_id, lambda op: lifecycle.complete_stage(op, stage, summary))
     return result
