@@ -8,14 +8,19 @@ them consistent as virtual time passes:
 * every clock advance (and a slow real-time ticker, for a server left running) calls `tick()`,
   which lets the emulators emit the events that came due and then syncs Kubernetes: an ACTIVE
   EKS cluster gets its API server (endpoint and CA returned by DescribeCluster), a deleted one
-  loses it, and HyperPod nodes join, change labels and leave as their instances do.
+  loses it, HyperPod nodes join, change labels and leave as their instances do (with their
+  instance group's KubernetesConfig labels and taints), and a HyperPod cluster whose
+  AutoScaling is InService gets managed Karpenter's CRDs, whose objects' status the
+  `kube.karpenter` controller keeps up to date.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
@@ -24,9 +29,10 @@ from hypd_local.emulator.eks import ADDON_ISSUE_CODES, EksEmulator
 from hypd_local.emulator.eks_model import AccessDecision as EksAccess
 from hypd_local.emulator.errors import AwsError
 from hypd_local.emulator.faults import Faults
-from hypd_local.emulator.hyperpod import Catalog, HyperPodEmulator
+from hypd_local.emulator.hyperpod import AUTOSCALING_FAILS, Catalog, HyperPodEmulator
+from hypd_local.emulator.hyperpod_iam import Role
 from hypd_local.emulator.middleware import EmulatorMiddleware
-from hypd_local.kube import AccessDecision, AccessPolicy, KubeApiRegistry
+from hypd_local.kube import AccessDecision, AccessPolicy, KubeApiRegistry, karpenter
 
 LOG = logging.getLogger(__name__)
 
@@ -49,6 +55,35 @@ HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 TICK_INTERVAL_SECONDS = 1.0
+# What manages the objects HyperPod writes into the Kubernetes API (managedFields' manager).
+HYPERPOD_MANAGER = "sagemaker-hyperpod"
+# ClusterKubernetesTaint Effect -> the Kubernetes taint effect.
+TAINT_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule",
+                 "NoExecute": "NoExecute"}
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """An instance group's KubernetesConfig in Kubernetes terms: what HyperPod puts on (and
+    has put on) its nodes."""
+
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, str], ...]
+
+    @classmethod
+    def of(cls, details: Mapping[str, Any] | None) -> GroupConfig:
+        """From DescribeCluster's ``KubernetesConfig`` of a group (ClusterKubernetesConfigDetails:
+        the Current* labels and taints, those HyperPod applies)."""
+        details = details or {}
+        taints = tuple(
+            {"key": t["Key"], **({"value": t["Value"]} if t.get("Value") else {}),
+             "effect": TAINT_EFFECTS[t["Effect"]]}
+            for t in details.get("CurrentTaints") or []
+        )
+        return cls(dict(details.get("CurrentLabels") or {}), taints)
+
+
+NO_CONFIG = GroupConfig({}, ())
 
 
 def kube_access(decision: EksAccess | None) -> AccessDecision | None:
@@ -135,9 +170,11 @@ class Emulation:
             catalog=ec2_catalog(region),
             eks_lookup=self._eks_status,
             subnet_zone=lambda s: self._subnet(s, "availability_zone"),
+            role_lookup=self._role,
         )
         self.kube: KubeApiRegistry | None = None
-        self._joined: dict[str, set[str]] = {}
+        # EKS cluster -> joined node name -> the group config HyperPod applied to it
+        self._joined: dict[str, dict[str, GroupConfig]] = {}
         self._tick_lock = threading.Lock()
         self._schedule_lock = threading.Lock()
         self._last_due: datetime | None = None
@@ -241,44 +278,95 @@ class Emulation:
             if name not in active:
                 kube.remove(name)
                 self._joined.pop(name, None)
-        self._sync_nodes(kube, active)
+        described = [self.hyperpod.describe_cluster({"ClusterName": summary["ClusterName"]})
+                     for summary in self._hyperpod_clusters()]
+        self._sync_nodes(kube, active, described)
+        self._sync_karpenter(kube, active, described)
 
-    def _sync_nodes(self, kube: KubeApiRegistry, active: set[str]) -> None:
-        for summary in self._hyperpod_clusters():
-            cluster = self.hyperpod.describe_cluster({"ClusterName": summary["ClusterName"]})
-            eks_arn = ((cluster.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn", "")
-            eks_name = eks_arn.rsplit("/", 1)[-1]
+    def _sync_nodes(
+        self, kube: KubeApiRegistry, active: set[str], described: list[dict[str, Any]]
+    ) -> None:
+        for cluster in described:
+            eks_name = _eks_name(cluster)
             server = kube.get(eks_name) if eks_name in active else None
             if server is None:
                 continue
-            joined = self._joined.setdefault(eks_name, set())
+            configs = {g["InstanceGroupName"]: GroupConfig.of(g.get("KubernetesConfig"))
+                       for g in cluster.get("InstanceGroups") or []}
+            joined = self._joined.setdefault(eks_name, {})
             seen: set[str] = set()
-            for node in self._nodes(summary["ClusterName"]):
+            for node in self._nodes(cluster["ClusterName"]):
                 status = node["InstanceStatus"]["Status"]
                 if status in ("Pending", "ShuttingDown", "NotFound"):
                     continue
                 name = f"hyperpod-{node['InstanceId']}"
                 seen.add(name)
                 health = "Schedulable" if status == "Running" else "Unschedulable"
+                config = configs.get(node["InstanceGroupName"], NO_CONFIG)
                 labels = {
+                    **config.labels,
                     "node.kubernetes.io/instance-type": node["InstanceType"],
                     "sagemaker.amazonaws.com/instance-group-name": node["InstanceGroupName"],
                     "sagemaker.amazonaws.com/compute-type": "hyperpod",
                     HEALTH_LABEL: health,
                 }
                 if name not in joined:
-                    zone = self._node_zone(summary["ClusterName"], node["InstanceId"])
+                    zone = self._node_zone(cluster["ClusterName"], node["InstanceId"])
                     if zone:
                         labels[ZONE_LABEL] = zone
                     labels[REGION_LABEL] = self.region
-                    server.join_node(name, labels, ready=status == "Running")
-                    joined.add(name)
+                    server.join_node(name, labels, config.taints, ready=status == "Running")
                 else:
-                    server.update_node_labels(name, {HEALTH_LABEL: health})
-                    server.set_node_ready(name, status == "Running")
-            for gone in joined - seen:
+                    # what HyperPod put there and the group no longer declares goes away
+                    dropped = {k: None for k in joined[name].labels if k not in labels}
+                    server.update_node(name, labels={**dropped, **labels},
+                                       taints=config.taints, remove_taints=joined[name].taints,
+                                       ready=status == "Running")
+                joined[name] = config
+            for gone in set(joined) - seen:
                 server.remove_node(gone)
-            joined &= seen
+                del joined[gone]
+
+    def _sync_karpenter(
+        self, kube: KubeApiRegistry, active: set[str], described: list[dict[str, Any]]
+    ) -> None:
+        """Managed Karpenter's CRDs arrive when AutoScaling is InService (and stay, as on AWS,
+        when it is disabled); its status controller sees the HyperPod cluster as it is now."""
+        by_eks: dict[str, dict[str, Any]] = {}
+        for cluster in described:
+            current = by_eks.get(_eks_name(cluster))
+            if current is None or current["ClusterStatus"] == "Deleting":
+                by_eks[_eks_name(cluster)] = cluster
+        for eks_name in sorted(active):
+            server = kube.get(eks_name)
+            if server is None:
+                continue
+            view = self._karpenter_view(by_eks[eks_name]) if eks_name in by_eks else None
+            if view is not None and view.autoscaling_status == "InService":
+                server.ensure_crds(karpenter.CRDS, HYPERPOD_MANAGER)
+            server.observe_hyperpod(view)
+
+    def _karpenter_view(self, cluster: dict[str, Any]) -> karpenter.HyperPodCluster:
+        """The HyperPod cluster as managed Karpenter's status controller needs to know it."""
+        cluster_subnets = (cluster.get("VpcConfig") or {}).get("Subnets") or []
+        groups: dict[str, karpenter.InstanceGroup] = {}
+        for group in cluster.get("InstanceGroups") or []:
+            if group.get("Status") == "Deleting":
+                continue
+            types = ([group["InstanceType"]] if "InstanceType" in group else
+                     (group.get("InstanceRequirements") or {}).get("DesiredInstanceTypes") or [])
+            subnets = (group.get("OverrideVpcConfig") or {}).get("Subnets") or cluster_subnets
+            name = group["InstanceGroupName"]
+            groups[name] = karpenter.InstanceGroup(
+                name,
+                tuple(types),
+                tuple(karpenter.Subnet(s, self._subnet(s, "availability_zone"),
+                                       self._subnet(s, "availability_zone_id"))
+                      for s in subnets),
+                GroupConfig.of(group.get("KubernetesConfig")).labels,
+            )
+        status = (cluster.get("AutoScaling") or {}).get("Status")
+        return karpenter.HyperPodCluster(cluster["ClusterName"], status, groups)
 
     def _authorizer(self, cluster_name: str) -> Callable[[str], AccessDecision | None]:
         def authorize(principal_arn: str) -> AccessDecision | None:
@@ -295,17 +383,19 @@ class Emulation:
         (e.g. 404) when the emulator refuses (unknown cluster, node or add-on).
         """
 
-        def hyperpod_create_fails(body: Any) -> tuple[int, Any]:
-            fields = _fields(body, optional={"clusterName": str, "message": str})
-            message = fields.get("message") or (
-                "Cluster creation failed: lifecycle script exited with a non-zero code."
-            )
-            self.hyperpod.fail_next_create(fields.get("clusterName"), message)
-            return 201, {
-                "injected": "hyperpod/create-fails",
-                "clusterName": fields.get("clusterName"),
-                "message": message,
-            }
+        def next_fails(
+            injected: str, fail: Callable[[str | None, str], None], default: str
+        ) -> AdminHandler:
+            """A route that makes the next operation of a cluster (or of any) fail."""
+
+            def handler(body: Any) -> tuple[int, Any]:
+                fields = _fields(body, optional={"clusterName": str, "message": str})
+                message = fields.get("message") or default
+                fail(fields.get("clusterName"), message)
+                return 201, {"injected": injected, "clusterName": fields.get("clusterName"),
+                             "message": message}
+
+            return handler
 
         def hyperpod_node_unhealthy(body: Any) -> tuple[int, Any]:
             fields = _fields(
@@ -377,7 +467,12 @@ class Emulation:
             }
 
         handlers: dict[str, AdminHandler] = {
-            "hyperpod/create-fails": hyperpod_create_fails,
+            "hyperpod/create-fails": next_fails(
+                "hyperpod/create-fails", self.hyperpod.fail_next_create,
+                "Cluster creation failed: lifecycle script exited with a non-zero code."),
+            "hyperpod/autoscaling-fails": next_fails(
+                "hyperpod/autoscaling-fails", self.hyperpod.fail_next_autoscaling,
+                AUTOSCALING_FAILS),
             "hyperpod/node-unhealthy": hyperpod_node_unhealthy,
             "hyperpod/insufficient-capacity": hyperpod_insufficient_capacity,
             "eks/create-fails": eks_create_fails,
@@ -420,6 +515,28 @@ class Emulation:
         except Exception:  # an unknown cluster is AWS's ResourceNotFoundException
             return None
 
+    def _role(self, arn: str) -> Role | None:
+        """The IAM role ``arn`` from moto's IAM: trust policy, inline and attached managed
+        policies (their default versions), permissions boundary; None if there is none."""
+        from moto.iam.models import iam_backends
+        from moto.utilities.utils import get_partition
+
+        backend = iam_backends[self.account_id][get_partition(self.region)]
+        try:
+            role = backend.get_role_by_arn(arn)
+        except Exception:  # moto's NoSuchEntity: HyperPod would not find it either
+            return None
+        policies = [*role.policies.values()]
+        policies += [_default_document(p) for p in role.managed_policies.values()]
+        boundary_arn = (role.permissions_boundary or {}).get("PermissionsBoundaryArn")
+        boundary: Any | None = None
+        if boundary_arn:
+            try:
+                boundary = _default_document(backend.get_policy(boundary_arn))
+            except Exception:  # a boundary that does not exist allows nothing
+                boundary = json.dumps({"Statement": []})
+        return Role(arn, role.assume_role_policy_document, tuple(policies), boundary)
+
     def _subnet(self, subnet_id: str, attribute: str) -> str | None:
         from moto.ec2.models import ec2_backends
 
@@ -429,6 +546,20 @@ class Emulation:
             return None
         value = getattr(subnet, attribute, None)
         return str(value) if value else None
+
+
+def _eks_name(cluster: Mapping[str, Any]) -> str:
+    """The name of the EKS cluster a HyperPod cluster (DescribeCluster) is orchestrated by."""
+    eks_arn = ((cluster.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn", "")
+    return str(eks_arn).rsplit("/", 1)[-1]
+
+
+def _default_document(policy: Any) -> Any:
+    """The document of a moto managed policy's default version."""
+    for version in policy.versions:
+        if version.is_default:
+            return version.document
+    return json.dumps({"Statement": []})
 
 
 class _BadField(ValueError):

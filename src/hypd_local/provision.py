@@ -25,11 +25,7 @@ ClientFactory = Callable[[str], Any]
 
 def provision(stack: Stack, client: ClientFactory) -> None:
     """Create every emulated resource of ``stack`` in the moto server behind ``client``."""
-    iam = client("iam")
-    for role in stack.roles.values():
-        iam.create_role(
-            RoleName=role.name, AssumeRolePolicyDocument=json.dumps(role.assume_role_policy)
-        )
+    _provision_iam(stack, client("iam"))
 
     logs = client("logs")
     for group in stack.log_groups.values():
@@ -130,6 +126,38 @@ def provision(stack: Stack, client: ClientFactory) -> None:
                 EventBusName=rule.event_bus_name,
                 Targets=[target.to_api() for target in rule.targets],
             )
+
+
+def _provision_iam(stack: Stack, iam: Any) -> None:
+    """Managed policies first (roles name them as boundaries and managed policies), then the
+    roles with their inline and managed policies, then the policies' ``Roles`` attachments."""
+    for policy in stack.managed_policies.values():
+        arn = iam.create_policy(
+            PolicyName=policy.name, Path=policy.path, Description=policy.description,
+            PolicyDocument=json.dumps(policy.document),
+        )["Policy"]["Arn"]
+        _check(policy.logical_id, "managed policy ARN", policy.arn, arn)
+    for role in stack.roles.values():
+        boundary = {"PermissionsBoundary": role.permissions_boundary} if (
+            role.permissions_boundary) else {}
+        arn = iam.create_role(
+            RoleName=role.name, Path=role.path,
+            AssumeRolePolicyDocument=json.dumps(role.assume_role_policy), **boundary,
+        )["Role"]["Arn"]
+        _check(role.logical_id, "role ARN", role.arn, arn)
+        for name, document in role.policies:
+            iam.put_role_policy(RoleName=role.name, PolicyName=name,
+                                PolicyDocument=json.dumps(document))
+        for policy_arn in role.managed_policy_arns:
+            try:
+                iam.attach_role_policy(RoleName=role.name, PolicyArn=policy_arn)
+            except iam.exceptions.NoSuchEntityException:
+                # AWS managed policies: moto does not load them by default
+                LOG.info("role %s: managed policy %s is not known locally; not attached",
+                         role.logical_id, policy_arn)
+    for policy in stack.managed_policies.values():
+        for role_name in policy.roles:
+            iam.attach_role_policy(RoleName=role_name, PolicyArn=policy.arn)
 
 
 def _check(logical_id: str, what: str, planned: str, actual: str) -> None:

@@ -146,6 +146,25 @@ class RoleSpec:
     name: str
     arn: str
     assume_role_policy: Mapping[str, Any]
+    path: str = "/"
+    permissions_boundary: str | None = None
+    policies: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    """Inline policies: (PolicyName, PolicyDocument)."""
+    managed_policy_arns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ManagedPolicySpec:
+    """An ``AWS::IAM::ManagedPolicy``: created in moto, attached to its ``Roles``."""
+
+    logical_id: str
+    name: str
+    arn: str
+    path: str
+    document: Mapping[str, Any]
+    description: str = ""
+    roles: tuple[str, ...] = ()
+    """Names of the roles it is attached to."""
 
 
 @dataclass(frozen=True)
@@ -386,6 +405,7 @@ class Stack:
         self.tables: dict[str, TableSpec] = {}
         self.layers: dict[str, LayerSpec] = {}
         self.roles: dict[str, RoleSpec] = {}
+        self.managed_policies: dict[str, ManagedPolicySpec] = {}
         self.functions: dict[str, FunctionSpec] = {}
         self.state_machines: dict[str, StateMachineSpec] = {}
         self.queues: dict[str, QueueSpec] = {}
@@ -655,9 +675,23 @@ class Stack:
 
     def _plan_role(self, logical_id: str) -> Resource:
         name = self._name(logical_id, "RoleName", 64)
-        arn = self._arn("iam", f"role/{name}", region=False)
+        arn = self._arn("iam", f"role{self._iam_path(logical_id)}{name}", region=False)
         return Resource(logical_id, self._raw[logical_id]["Type"], name,
                         {"Arn": arn, "RoleId": "AROA" + _stable_id(name, 17).upper()})
+
+    def _plan_managed_policy(self, logical_id: str) -> Resource:
+        # Ref is the ARN. PolicyId is left unknown: moto draws it at random on creation.
+        name = self._name(logical_id, "ManagedPolicyName", 128)
+        arn = self._arn("iam", f"policy{self._iam_path(logical_id)}{name}", region=False)
+        return Resource(logical_id, self._raw[logical_id]["Type"], arn, {"PolicyArn": arn})
+
+    def _iam_path(self, logical_id: str) -> str:
+        path = scalar_str(self._resolve_prop(logical_id, "Path", "/"),
+                          f"Resources.{logical_id}.Properties.Path")
+        if not (path.startswith("/") and path.endswith("/")):
+            raise TemplateError(f"Resources.{logical_id}.Properties.Path: {path!r} must begin "
+                                "and end with /")
+        return path
 
     def _plan_policy(self, logical_id: str) -> Resource:
         # Permissions are not enforced locally; the resource exists only to be referred to.
@@ -820,8 +854,46 @@ class Stack:
 
     def _build_role(self, logical_id: str) -> None:
         res = self._planned[logical_id]
+        where = f"Resources.{logical_id}.Properties"
         policy = self._resolve_prop(logical_id, "AssumeRolePolicyDocument") or _lambda_trust()
-        self.roles[logical_id] = RoleSpec(logical_id, res.ref, res.attributes["Arn"], policy)
+        boundary = self._resolve_prop(logical_id, "PermissionsBoundary")
+        inline = self._resolve_prop(logical_id, "Policies") or []
+        self.roles[logical_id] = RoleSpec(
+            logical_id, res.ref, res.attributes["Arn"], policy,
+            path=self._iam_path(logical_id),
+            permissions_boundary=scalar_str(boundary, f"{where}.PermissionsBoundary")
+            if boundary is not None else None,
+            policies=tuple(
+                (scalar_str(p["PolicyName"], f"{where}.Policies[{i}].PolicyName"),
+                 p["PolicyDocument"])
+                for i, p in enumerate(inline)
+            ),
+            managed_policy_arns=tuple(
+                scalar_str(arn, f"{where}.ManagedPolicyArns")
+                for arn in self._resolve_prop(logical_id, "ManagedPolicyArns") or []
+            ),
+        )
+
+    def _build_managed_policy(self, logical_id: str) -> None:
+        res = self._planned[logical_id]
+        where = f"Resources.{logical_id}.Properties"
+        document = self._resolve_prop(logical_id, "PolicyDocument")
+        if not isinstance(document, dict):
+            raise TemplateError(f"{where}.PolicyDocument: a managed policy needs a document")
+        for unsupported in ("Users", "Groups"):
+            if self._props(logical_id).get(unsupported):
+                self._warn(f"{where}.{unsupported}: not emulated; ignored")
+        self.managed_policies[logical_id] = ManagedPolicySpec(
+            logical_id,
+            res.ref.rsplit("/", 1)[-1],
+            res.ref,
+            self._iam_path(logical_id),
+            document,
+            description=scalar_str(self._resolve_prop(logical_id, "Description", ""),
+                                   f"{where}.Description"),
+            roles=tuple(scalar_str(role, f"{where}.Roles")
+                        for role in self._resolve_prop(logical_id, "Roles") or []),
+        )
 
     def _build_function(self, logical_id: str) -> None:
         res = self._planned[logical_id]
@@ -1176,12 +1248,12 @@ _PLANNERS: dict[str, Callable[[Stack, str], Resource]] = {
     "AWS::Logs::LogGroup": Stack._plan_log_group,
     "AWS::Events::Rule": Stack._plan_rule,
     "AWS::IAM::Role": Stack._plan_role,
+    "AWS::IAM::ManagedPolicy": Stack._plan_managed_policy,
     # Permissions: accepted, not enforced (moto does not enforce IAM either by default).
     "AWS::SQS::QueuePolicy": Stack._plan_policy,
     "AWS::SNS::TopicPolicy": Stack._plan_policy,
     "AWS::Lambda::Permission": Stack._plan_policy,
     "AWS::IAM::Policy": Stack._plan_policy,
-    "AWS::IAM::ManagedPolicy": Stack._plan_policy,
     "AWS::Events::EventBusPolicy": Stack._plan_policy,
 }
 
@@ -1199,6 +1271,7 @@ _BUILDERS: dict[str, Callable[[Stack, str], None]] = {
     "AWS::Logs::LogGroup": Stack._build_log_group,
     "AWS::Events::Rule": Stack._build_rule,
     "AWS::IAM::Role": Stack._build_role,
+    "AWS::IAM::ManagedPolicy": Stack._build_managed_policy,
 }
 
 

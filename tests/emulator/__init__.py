@@ -21,6 +21,7 @@ SAGEMAKER_OPERATIONS = (
     "ListClusterNodes", "DescribeClusterNode", "BatchDeleteClusterNodes",
     "BatchRebootClusterNodes", "BatchReplaceClusterNodes", "UpdateClusterSoftware",
     "ListTrainingPlans", "DescribeTrainingPlan", "SearchTrainingPlanOfferings",
+    "ListClusterEvents", "DescribeClusterEvent",
 )
 EKS_OPERATIONS = (
     "CreateCluster", "DescribeCluster", "DeleteCluster", "ListClusters", "CreateAddon",

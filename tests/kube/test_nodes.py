@@ -90,3 +90,28 @@ def test_plain_http_option(sts_endpoint: str) -> None:
         ) as caught:
             cast(Any, k8s.CoreV1Api(api_client)).list_node()
         assert caught.value.status == 401
+
+
+def test_update_node_changes_labels_and_taints_in_one_write(
+    server: KubeApiServer, admin: k8s.ApiClient
+) -> None:
+    core: Any = k8s.CoreV1Api(admin)
+    gpu = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    server.join_node("hyperpod-i-0123456789abcdef0", {"team": "ml"}, [gpu], ready=False)
+    core.patch_node("hyperpod-i-0123456789abcdef0",
+                    {"spec": {"taints": [*core.read_node("hyperpod-i-0123456789abcdef0")
+                                         .to_dict()["spec"]["taints"],
+                                         {"key": "mine", "effect": "NoExecute"}]}})
+    before = core.read_node("hyperpod-i-0123456789abcdef0").metadata.resource_version
+
+    server.update_node("hyperpod-i-0123456789abcdef0", labels={"team": None, "tier": "a"},
+                       taints=[{"key": "tier", "value": "a", "effect": "PreferNoSchedule"}],
+                       remove_taints=[gpu], ready=True)
+
+    node = core.read_node("hyperpod-i-0123456789abcdef0")
+    assert int(node.metadata.resource_version) == int(before) + 1
+    assert "team" not in node.metadata.labels
+    assert node.metadata.labels["tier"] == "a"
+    assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [
+        ("mine", None, "NoExecute"), ("tier", "a", "PreferNoSchedule")]
+    assert _ready(node) == "True"

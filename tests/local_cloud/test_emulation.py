@@ -175,7 +175,7 @@ def eks_token(session: boto3.session.Session, cluster_name: str, region: str) ->
     return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
 
 
-def kube(cluster: dict[str, Any], token: str, directory: Path) -> k8s.CoreV1Api:
+def api_client(cluster: dict[str, Any], token: str, directory: Path) -> k8s.ApiClient:
     """The official client on the cluster's endpoint, trusting certificateAuthority.data."""
     ca = directory / f"{cluster['name']}-ca.crt"
     ca.write_bytes(base64.b64decode(cluster["certificateAuthority"]["data"]))
@@ -183,7 +183,12 @@ def kube(cluster: dict[str, Any], token: str, directory: Path) -> k8s.CoreV1Api:
     configuration.host = cluster["endpoint"]
     configuration.ssl_ca_cert = str(ca)
     configuration.api_key = {"authorization": f"Bearer {token}"}
-    return k8s.CoreV1Api(k8s.ApiClient(configuration))
+    return k8s.ApiClient(configuration)
+
+
+def kube(cluster: dict[str, Any], token: str, directory: Path) -> k8s.CoreV1Api:
+    """The core API of the official client on the cluster's endpoint (see `api_client`)."""
+    return k8s.CoreV1Api(api_client(cluster, token, directory))
 
 
 def assumed_role(cloud: LocalCloud) -> tuple[str, boto3.session.Session]:

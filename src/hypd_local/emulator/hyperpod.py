@@ -26,6 +26,7 @@ from hypd_local.emulator.errors import (
     ValidationException,
 )
 from hypd_local.emulator.hyperpod_catalog import Catalog, TrainingPlanSeed
+from hypd_local.emulator.hyperpod_iam import Role, autoscaling_role_problem
 from hypd_local.emulator.hyperpod_state import (
     HEALTHY,
     Cluster,
@@ -36,7 +37,7 @@ from hypd_local.emulator.hyperpod_state import (
     Notice,
 )
 
-__all__ = ["Catalog", "HyperPodDurations", "HyperPodEmulator"]
+__all__ = ["AUTOSCALING_FAILS", "Catalog", "HyperPodDurations", "HyperPodEmulator"]
 
 SOURCE = "aws.sagemaker"
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
@@ -47,6 +48,12 @@ CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
 _UP = {"Running", "SystemUpdating", "Failure"}
 _DEFAULT_MAX_RESULTS = 100
 _NO_RESTRICTED = "RestrictedInstanceGroups are not supported by this emulator."
+AUTOSCALING_FAILS = (
+    "AutoScaling could not be enabled: the managed Karpenter controller failed to start."
+)
+# ListClusterEvents filters: request member -> event member (exact match).
+_EVENT_FILTERS = (("InstanceGroupName", "InstanceGroupName"), ("NodeId", "InstanceId"),
+                  ("ResourceType", "ResourceType"), ("OperationId", "OperationId"))
 # Create-time choices an UpdateCluster group spec may omit (they are kept, not reset).
 _KEPT_ON_UPDATE = ("InstanceType", "InstanceRequirements", "ThreadsPerCore",
                    "CapacityRequirements", "NetworkInterface", "TrainingPlanArn", "ImageId",
@@ -127,6 +134,7 @@ class HyperPodEmulator:
         *,
         eks_lookup: Callable[[str], str | None] | None = None,
         subnet_zone: Callable[[str], str | None] | None = None,
+        role_lookup: Callable[[str], Role | None] | None = None,
     ) -> None:
         self._clock = clock
         self._emit = emit
@@ -136,11 +144,15 @@ class HyperPodEmulator:
         self.catalog = catalog or Catalog.default()
         self._eks_lookup = eks_lookup or (lambda _arn: "ACTIVE")
         self._subnet_zone = subnet_zone
+        # None: cluster roles are not looked up (nor checked); else the role of an ARN, or None
+        # when it does not exist.
+        self._role_lookup = role_lookup
         self._lock = threading.RLock()
         self._clusters: dict[str, Cluster] = {}  # by ARN, in creation order
         self._seq = 0
         self._ids = 0
         self._fail_next: list[tuple[str | None, str]] = []
+        self._fail_autoscaling: list[tuple[str | None, str]] = []
         self._ice: set[tuple[str, str]] = set()
         start = self._now()
         self._plans: dict[str, _Plan] = {}
@@ -186,6 +198,15 @@ class HyperPodEmulator:
         """The next CreateCluster (of ``cluster_name``, or any) ends Failed with ``message``."""
         with self._lock:
             self._fail_next.append((cluster_name, message))
+
+    def fail_next_autoscaling(
+        self, cluster_name: str | None = None, message: str = AUTOSCALING_FAILS
+    ) -> None:
+        """The next enabling of AutoScaling (CreateCluster or UpdateCluster, of ``cluster_name``
+        or any cluster) ends with AutoScaling ``Failed`` and ``message`` as its FailureMessage;
+        the cluster itself becomes InService as usual."""
+        with self._lock:
+            self._fail_autoscaling.append((cluster_name, message))
 
     def insufficient_capacity(self, instance_type: str, zone: str, enabled: bool = True) -> None:
         """AWS has no capacity for ``instance_type`` in ``zone`` until called with False.
@@ -281,6 +302,10 @@ class HyperPodEmulator:
                 c.notices_emitted += 1
                 items.append((n.at, n.seq, CLUSTER_EVENT, self._notice_detail(c, n), c.arn))
         items.sort(key=lambda item: (item[0], item[1]))
+        for at, _seq, detail_type, detail, arn in items:
+            if detail_type == CLUSTER_EVENT:
+                event = copy.deepcopy(detail["EventDetails"])
+                self._clusters[arn].events.append({**event, "EventTime": at})
         self._purge(now)
         for _at, _seq, detail_type, detail, arn in items:
             self._emit(SOURCE, detail_type, detail, [arn])
@@ -635,13 +660,12 @@ class HyperPodEmulator:
         self._check_eks(req.get("Orchestrator"))
         continuous = req.get("NodeProvisioningMode") == "Continuous"
         autoscaling = req.get("AutoScaling")
-        if autoscaling and autoscaling["Mode"] == "Enable":
-            if not continuous:
-                raise ValidationException(
-                    "AutoScaling can only be enabled when NodeProvisioningMode is Continuous."
-                )
-            if not req.get("ClusterRole"):
-                raise ValidationException("ClusterRole is required to enable AutoScaling.")
+        enabling = autoscaling is not None and autoscaling["Mode"] == "Enable"
+        role = (
+            self._autoscaling_role(req.get("NodeProvisioningMode"), req.get("ClusterRole"),
+                                   req.get("NodeRecovery", "Automatic"))
+            if enabling else None
+        )
         vpc = req.get("VpcConfig")
         resolved = [self._check_group(spec, vpc, now) for spec in groups]
         self._check_capacity([(None, s, t) for s, (t, _z) in zip(groups, resolved, strict=True)],
@@ -658,7 +682,7 @@ class HyperPodEmulator:
         self._clusters[arn] = c
         seq = self._next_seq
         c.status.schedule(now, seq, (now, "Creating"))
-        fail = self._take_failure(name)
+        fail = _take(self._fail_next, name)
         d = self.durations
         for gspec, (itype, zone) in zip(groups, resolved, strict=True):
             g = Group(gspec["InstanceGroupName"], copy.deepcopy(gspec), itype, zone)
@@ -691,30 +715,60 @@ class HyperPodEmulator:
                 g.status.schedule(now, self._next_seq, (at, "Failed"))
             c.failure.schedule(now, self._next_seq, (at, fail))
             c.status.schedule(now, self._next_seq, (at, "Failed"))
-            if autoscaling:
+            if autoscaling is not None and enabling:
                 c.autoscaling = dict(autoscaling)
                 c.autoscaling_status.schedule(
                     now, self._next_seq, (now, "Creating"), (at, "Failed")
                 )
+                c.autoscaling_failure.schedule(now, self._next_seq, (at, fail))
             return {"ClusterArn": arn}
-        if autoscaling and autoscaling["Mode"] == "Enable":
-            c.autoscaling = dict(autoscaling)
-            c.autoscaling_status.schedule(
-                now, self._next_seq, (now, "Creating"), (now + d.autoscaling_enable, "InService")
-            )
-            ready = max(ready, now + d.autoscaling_enable)
+        if autoscaling is not None and enabling:
+            ready = max(ready, self._enable_autoscaling(c, autoscaling, role, now))
         seq = self._next_seq
         for g in c.groups.values():
             g.status.schedule(now, seq, (ready, "InService"))
         c.status.schedule(now, seq, (ready, "InService"))
         return {"ClusterArn": arn}
 
-    def _take_failure(self, name: str) -> str | None:
-        for i, (target, message) in enumerate(self._fail_next):
-            if target is None or target == name:
-                del self._fail_next[i]
-                return message
-        return None
+    def _autoscaling_role(
+        self, mode: str | None, role_arn: str | None, node_recovery: str
+    ) -> Role | None:
+        """Check the documented prerequisites of enabling AutoScaling; returns the cluster role
+        (None when roles are not looked up). Raises ValidationException naming what is wrong."""
+        if mode != "Continuous":
+            raise ValidationException(
+                "AutoScaling can only be enabled when NodeProvisioningMode is Continuous."
+            )
+        if not role_arn:
+            raise ValidationException("ClusterRole is required to enable AutoScaling.")
+        if node_recovery != "Automatic":
+            raise ValidationException(
+                "AutoScaling can only be enabled when NodeRecovery is Automatic."
+            )
+        if self._role_lookup is None:
+            return None
+        role = self._role_lookup(role_arn)
+        if role is None:
+            raise ValidationException(f"The ClusterRole '{role_arn}' does not exist.")
+        return role
+
+    def _enable_autoscaling(
+        self, c: Cluster, autoscaling: dict[str, Any], role: Role | None, now: datetime
+    ) -> datetime:
+        """AutoScaling goes Creating, then InService; or Failed with a FailureMessage when a
+        failure was injected or the cluster role fails HyperPod's checks (judged now). Returns
+        when it settles."""
+        at = now + self.durations.autoscaling_enable
+        problem = _take(self._fail_autoscaling, c.name)
+        if problem is None and role is not None:
+            problem = autoscaling_role_problem(role, c.arn)
+        c.autoscaling = dict(autoscaling)
+        seq = self._next_seq
+        c.autoscaling_status.schedule(
+            now, seq, (now, "Creating"), (at, "InService" if problem is None else "Failed")
+        )
+        c.autoscaling_failure.schedule(now, seq, (now, None), *([(at, problem)] if problem else []))
+        return at
 
     def _current_count(self, c: Cluster, g: Group, t: datetime) -> int:
         return sum(
@@ -786,6 +840,9 @@ class HyperPodEmulator:
         as_status = c.autoscaling_status.at(t)
         if c.autoscaling is not None and as_status is not None:
             out["AutoScaling"] = {**c.autoscaling, "Status": as_status}
+            as_failure = c.autoscaling_failure.at(t)
+            if as_failure:
+                out["AutoScaling"]["FailureMessage"] = as_failure
         return out
 
     @_operation
@@ -826,11 +883,7 @@ class HyperPodEmulator:
             rows.sort(key=lambda r: r["CreationTime"])  # stable: creation order breaks ties
         if req.get("SortOrder") == "Descending":
             rows.reverse()
-        page, token = _paginate(rows, req)
-        out: dict[str, Any] = {"ClusterSummaries": page}
-        if token:
-            out["NextToken"] = token
-        return out
+        return _listing("ClusterSummaries", rows, req)
 
     @_operation
     def delete_cluster(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -852,6 +905,7 @@ class HyperPodEmulator:
             g.status.schedule(now, seq, (now, "Deleting"), (end, None))
         if c.autoscaling is not None and c.autoscaling_status.at(now) is not None:
             c.autoscaling_status.schedule(now, seq, (now, "Deleting"))
+            c.autoscaling_failure.schedule(now, seq, (now, None))
         c.status.schedule(now, seq, (now, "Deleting"), (end, None))
         return {"ClusterArn": c.arn}
 
@@ -894,16 +948,18 @@ class HyperPodEmulator:
             raise ValidationException("A cluster must keep at least one instance group.")
         # the cluster-level settings after the update
         mode = req.get("NodeProvisioningMode", c.spec.get("NodeProvisioningMode"))
-        role = req.get("ClusterRole", c.spec.get("ClusterRole"))
+        role_arn = req.get("ClusterRole", c.spec.get("ClusterRole"))
+        recovery = req.get("NodeRecovery", c.spec.get("NodeRecovery", "Automatic"))
         enabled = c.autoscaling is not None and c.autoscaling.get("Mode") == "Enable"
         autoscaling = req.get("AutoScaling")
+        role: Role | None = None
         if autoscaling is not None and autoscaling["Mode"] == "Enable":
-            if mode != "Continuous":
-                raise ValidationException(
-                    "AutoScaling can only be enabled when NodeProvisioningMode is Continuous."
-                )
-            if not role:
-                raise ValidationException("ClusterRole is required to enable AutoScaling.")
+            role = self._autoscaling_role(mode, role_arn, recovery)
+        elif enabled and autoscaling is None and recovery != "Automatic":
+            raise ValidationException(
+                "NodeRecovery must stay Automatic while AutoScaling is enabled; disable "
+                "AutoScaling first."
+            )
         if (
             "ClusterRole" in req
             and req["ClusterRole"] != c.spec.get("ClusterRole")
@@ -993,15 +1049,14 @@ class HyperPodEmulator:
             g.target.schedule(now, seq, (now, 0))
             ready = max(ready, end)
         if autoscaling is not None:
-            if autoscaling["Mode"] == "Enable" and not enabled:
-                c.autoscaling = dict(autoscaling)
-                c.autoscaling_status.schedule(now, self._next_seq, (now, "Creating"),
-                                              (now + d.autoscaling_enable, "InService"))
-                ready = max(ready, now + d.autoscaling_enable)
-            elif autoscaling["Mode"] == "Disable" and c.autoscaling is not None and enabled:
+            retry = c.autoscaling_status.at(now) == "Failed"
+            if autoscaling["Mode"] == "Enable" and (not enabled or retry):
+                ready = max(ready, self._enable_autoscaling(c, autoscaling, role, now))
+            elif autoscaling["Mode"] == "Disable" and enabled:
                 c.autoscaling = dict(autoscaling)
                 end = now + d.autoscaling_disable
-                c.autoscaling_status.schedule(now, self._next_seq, (now, "Deleting"), (end, None))
+                c.autoscaling_status.schedule(now, seq, (now, "Deleting"), (end, None))
+                c.autoscaling_failure.schedule(now, seq, (now, None))
                 ready = max(ready, end)
         if rollback:
             at = now + d.capacity_failure
@@ -1095,11 +1150,7 @@ class HyperPodEmulator:
         if req.get("SortOrder") == "Descending":
             nodes.reverse()
         rows = [self._node_summary(n, now, bool(req.get("IncludeNodeLogicalIds"))) for n in nodes]
-        page, token = _paginate(rows, req)
-        out: dict[str, Any] = {"ClusterNodeSummaries": page}
-        if token:
-            out["NextToken"] = token
-        return out
+        return _listing("ClusterNodeSummaries", rows, req)
 
     @_operation
     def describe_cluster_node(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -1235,6 +1286,37 @@ class HyperPodEmulator:
         c.status.schedule(now, seq, (now, "SystemUpdating"), (end, "InService"))
         return {"ClusterArn": c.arn}
 
+    # --- cluster events -----------------------------------------------------------------------
+
+    @_operation
+    def list_cluster_events(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The ``SageMaker HyperPod Cluster Event``s emitted so far (newest first unless
+        ``SortOrder`` is Ascending), filtered and paginated."""
+        now = self._now()
+        c = self._cluster(req["ClusterName"], now)
+        events = [e for e in c.events if all(
+            e.get(member) == req[key] for key, member in _EVENT_FILTERS if key in req
+        )]
+        if req.get("EventTimeAfter"):
+            events = [e for e in events if e["EventTime"] > req["EventTimeAfter"]]
+        if req.get("EventTimeBefore"):
+            events = [e for e in events if e["EventTime"] < req["EventTimeBefore"]]
+        events.sort(key=lambda e: e["EventTime"])
+        if req.get("SortOrder", "Descending") == "Descending":
+            events.reverse()
+        rows = [{k: copy.deepcopy(v) for k, v in e.items() if k != "EventDetails"}
+                for e in events]
+        return _listing("Events", rows, req)
+
+    @_operation
+    def describe_cluster_event(self, req: dict[str, Any]) -> dict[str, Any]:
+        now = self._now()
+        c = self._cluster(req["ClusterName"], now)
+        for event in c.events:
+            if event["EventId"] == req["EventId"]:
+                return {"EventDetails": copy.deepcopy(event)}
+        raise ResourceNotFound(f"Event '{req['EventId']}' not found in cluster '{c.name}'.")
+
     # --- tags ---------------------------------------------------------------------------------
 
     def _tagged(self, arn: str, now: datetime) -> Cluster:
@@ -1330,11 +1412,7 @@ class HyperPodEmulator:
         rows.sort(key=lambda r: r[key])
         if req.get("SortOrder") == "Descending":
             rows.reverse()
-        page, token = _paginate(rows, req)
-        out: dict[str, Any] = {"TrainingPlanSummaries": page}
-        if token:
-            out["NextToken"] = token
-        return out
+        return _listing("TrainingPlanSummaries", rows, req)
 
     @_operation
     def search_training_plan_offerings(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -1386,6 +1464,25 @@ class HyperPodEmulator:
             self._offerings[offering_id] = offering
             found.append(offering)
         return {"TrainingPlanOfferings": found}
+
+
+def _take(pending: list[tuple[str | None, str]], name: str) -> str | None:
+    """The message of the first injected failure aimed at ``name`` (or at any cluster),
+    consumed."""
+    for i, (target, message) in enumerate(pending):
+        if target is None or target == name:
+            del pending[i]
+            return message
+    return None
+
+
+def _listing(key: str, rows: list[dict[str, Any]], req: dict[str, Any]) -> dict[str, Any]:
+    """A listing's answer: the page of ``rows`` under ``key``, and NextToken if more follow."""
+    page, token = _paginate(rows, req)
+    out: dict[str, Any] = {key: page}
+    if token:
+        out["NextToken"] = token
+    return out
 
 
 def _paginate(

@@ -166,8 +166,11 @@ class Cluster:
     failure: Timeline[str] = field(default_factory=Timeline)
     autoscaling: dict[str, Any] | None = None
     autoscaling_status: Timeline[str] = field(default_factory=Timeline)
+    autoscaling_failure: Timeline[str] = field(default_factory=Timeline)
     notices: list[Notice] = field(default_factory=list)
     notices_emitted: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """The cluster events emitted so far (ClusterEventDetail shape), for ListClusterEvents."""
 
     @property
     def continuous(self) -> bool:
@@ -175,7 +178,8 @@ class Cluster:
 
     def next_change(self, t: datetime) -> datetime | None:
         """The earliest step or notice of this cluster, its groups and nodes after ``t``."""
-        lines: list[Timeline[Any]] = [self.status, self.failure, self.autoscaling_status]
+        lines: list[Timeline[Any]] = [self.status, self.failure, self.autoscaling_status,
+                                      self.autoscaling_failure]
         for g in self.groups.values():
             lines += [g.status, g.target]
         for n in self.nodes.values():

@@ -27,7 +27,8 @@ from hypd_local.kube.auth import (
     allows,
 )
 from hypd_local.kube.errors import KubeError, bad_request, method_not_allowed
-from hypd_local.kube.resources import ResourceType
+from hypd_local.kube.karpenter import HyperPodCluster, KarpenterStatus
+from hypd_local.kube.resources import CRD_GROUP, CRD_PLURAL, ResourceType
 from hypd_local.kube.store import APPLY_PATCH, Clock, ObjectStore, rfc3339
 
 LOG = logging.getLogger(__name__)
@@ -44,6 +45,11 @@ UNSCHEDULABLE_STATUSES = frozenset(
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 TOKEN_CACHE_TTL = timedelta(minutes=2)  # kube-apiserver's webhook token cache default
 _NODE_MANAGER = "kubelet"
+
+
+def _taint_id(taint: Mapping[str, Any]) -> tuple[str, str]:
+    """A node's taints are unique by key and effect."""
+    return str(taint.get("key") or ""), str(taint.get("effect") or "")
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -77,6 +83,8 @@ class KubeApiServer:
         self.clock = clock
         self.host = host
         self.store = ObjectStore(clock)
+        self.karpenter = KarpenterStatus()
+        self.store.add_controller(self.karpenter)
         # Token ages are judged on `token_clock` (default: `clock`): clients sign with the real
         # time, so a local cloud whose virtual clock runs ahead passes the wall clock here.
         self._verifier = TokenVerifier(cluster_name, token_clock or clock, sts_endpoint)
@@ -142,6 +150,23 @@ class KubeApiServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    # ------------------------------------------------- what HyperPod installs
+    def ensure_crds(self, crds: Iterable[Mapping[str, Any]], manager: str) -> None:
+        """Create the CustomResourceDefinitions that do not exist yet (existing ones are kept
+        as they are)."""
+        crd_type = self.store.builtin_type(CRD_GROUP, CRD_PLURAL)
+        for crd in crds:
+            try:
+                self.store.create(crd_type, None, dict(crd), manager)
+            except KubeError as exc:
+                if exc.code != 409:
+                    raise
+
+    def observe_hyperpod(self, cluster: HyperPodCluster | None) -> None:
+        """Tell the Karpenter status controller how the HyperPod cluster is now, and run it."""
+        self.karpenter.observe(cluster)
+        self.store.run_controllers(self.karpenter)
+
     # ---------------------------------------------------------------- nodes
     def _nodes(self) -> ResourceType:
         return self.store.builtin_type("", "nodes")
@@ -185,25 +210,44 @@ class KubeApiServer:
             del node["spec"]["taints"]
         return self.store.create(self._nodes(), None, node, _NODE_MANAGER, keep_status=True)
 
-    def update_node_labels(self, name: str, labels: Mapping[str, str | None]) -> dict[str, Any]:
-        """Set (or, with ``None``, remove) node labels; an Unschedulable* health status also
-        taints the node ``sagemaker.amazonaws.com/node-health-status=<status>:NoSchedule``."""
+    def update_node(self, name: str, *, labels: Mapping[str, str | None] | None = None,
+                    taints: Iterable[Mapping[str, str]] = (),
+                    remove_taints: Iterable[Mapping[str, str]] = (),
+                    ready: bool | None = None) -> dict[str, Any]:
+        """Change a joined node in one write (one new resourceVersion, none when nothing
+        changes): set labels (``None`` removes one); remove the taints with the key and effect
+        of one of ``remove_taints``, then add ``taints``, replacing those with the same key and
+        effect; set the Ready condition (not-ready taint included) unless ``ready`` is None. An
+        Unschedulable* health status label taints the node
+        ``sagemaker.amazonaws.com/node-health-status=<status>:NoSchedule``."""
+        now = rfc3339(self.clock.now())
+        added = [dict(t) for t in taints]
+        dropped = {_taint_id(t) for t in [*remove_taints, *added]}
 
         def change(node: dict[str, Any]) -> None:
             current = node["metadata"].setdefault("labels", {})
-            for key, value in labels.items():
+            for key, value in (labels or {}).items():
                 if value is None:
                     current.pop(key, None)
                 else:
                     current[key] = value
+            spec = node.setdefault("spec", {})
+            kept = [t for t in spec.get("taints") or [] if _taint_id(t) not in dropped]
+            spec["taints"] = kept + added
+            if ready is not None:
+                self._set_ready(node, ready, now)
             self._sync_health_taint(node)
+            if not node["spec"]["taints"]:
+                del node["spec"]["taints"]
 
         return self.store.mutate(self._nodes(), None, name, change, _NODE_MANAGER)
 
+    def update_node_labels(self, name: str, labels: Mapping[str, str | None]) -> dict[str, Any]:
+        """Set (or, with ``None``, remove) node labels (see `update_node`)."""
+        return self.update_node(name, labels=labels)
+
     def set_node_ready(self, name: str, ready: bool) -> dict[str, Any]:
-        now = rfc3339(self.clock.now())
-        return self.store.mutate(self._nodes(), None, name,
-                                 lambda node: self._set_ready(node, ready, now), _NODE_MANAGER)
+        return self.update_node(name, ready=ready)
 
     def set_node_taints(self, name: str, taints: Iterable[Mapping[str, str]]) -> dict[str, Any]:
         wanted = [dict(t) for t in taints]

@@ -2,9 +2,10 @@
 
 Objects are kept by (group, resource) -> namespace ("" when cluster-scoped) -> name, whatever
 their kind: no per-kind code paths except the few the API server itself special-cases
-(namespaces, CRDs, secrets' ``stringData``) and the one controller a pipeline relies on:
-PersistentVolumeClaim binding (`volumes`). One lock serialises every write; ``resourceVersion``
-is a global counter as in etcd.
+(namespaces, CRDs, secrets' ``stringData``). Controllers (`Controller`: PersistentVolumeClaim
+binding, `volumes`, always; others added with `add_controller`) run after every write or
+deletion of the resources they watch, and on `run_controllers`. One lock serialises every
+write; ``resourceVersion`` is a global counter as in etcd.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 import secrets
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -49,11 +50,25 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_NAMED = frozenset({"namespaces", "services"})
-_VOLUME_PLURALS = ("persistentvolumes", "persistentvolumeclaims")
+
+# (group, plural) -> (namespace, name) -> the stored object (namespace "" when cluster-scoped)
+Objects = Mapping[tuple[str, str], Mapping[tuple[str, str], dict[str, Any]]]
 
 
 class Clock(Protocol):
     def now(self) -> datetime: ...
+
+
+class Controller(Protocol):
+    """Reconciles stored objects in place, as a controller of a real cluster would.
+
+    ``reconcile`` gets every object of the ``resources`` it watches ((group, plural) pairs)
+    and ``now`` (RFC 3339); whatever it changes gets a new resourceVersion."""
+
+    @property
+    def resources(self) -> frozenset[tuple[str, str]]: ...
+
+    def reconcile(self, objects: Objects, now: str) -> None: ...
 
 
 def rfc3339(moment: datetime) -> str:
@@ -78,6 +93,7 @@ class ObjectStore:
         self._objects: dict[tuple[str, str], dict[str, dict[str, _Entry]]] = {}
         self._builtin = {(t.group, t.version, t.plural): t for t in BUILTIN}
         self._crd_types: dict[tuple[str, str, str], ResourceType] = {}
+        self._controllers: list[Controller] = [volumes.VolumeBinding()]
         ns_type = self._builtin[("", "v1", "namespaces")]
         for name in DEFAULT_NAMESPACES:
             self.create(ns_type, None, {"metadata": {"name": name}}, "kube-apiserver")
@@ -232,28 +248,48 @@ class ObjectStore:
             "storedVersions": [v["name"] for v in spec.get("versions") or [] if v.get("storage")],
         }
 
-    def _reconcile_volumes(self) -> None:
-        """Run the PersistentVolume controller's binding (`volumes.reconcile`) over every
-        volume and claim; whatever it changed gets a new resourceVersion."""
-        claims = {
-            (namespace, name): entry
-            for namespace, bucket in self._objects.get(("", "persistentvolumeclaims"), {}).items()
-            for name, entry in bucket.items()
+    # ------------------------------------------------------------ controllers
+    def add_controller(self, controller: Controller) -> None:
+        """Run ``controller`` after every write of what it watches (and now)."""
+        with self._lock:
+            self._controllers.append(controller)
+            self._reconcile(controller)
+
+    def run_controllers(self, controller: Controller | None = None) -> None:
+        """Run ``controller`` (default: every controller) once, e.g. because the world outside
+        the cluster changed."""
+        with self._lock:
+            for each in self._controllers if controller is None else [controller]:
+                self._reconcile(each)
+
+    def _reconcile(self, controller: Controller) -> None:
+        entries = {
+            resource: {
+                (namespace, name): entry
+                for namespace, bucket in self._objects.get(resource, {}).items()
+                for name, entry in bucket.items()
+            }
+            for resource in controller.resources
         }
-        pvs = self._objects.get(("", "persistentvolumes"), {}).get("", {})
-        entries = [*pvs.values(), *claims.values()]
-        before = [copy.deepcopy(entry.obj) for entry in entries]
-        volumes.reconcile(
-            {name: e.obj for name, e in pvs.items()}, {key: e.obj for key, e in claims.items()}
+        flat = [entry for by_key in entries.values() for entry in by_key.values()]
+        before = [copy.deepcopy(entry.obj) for entry in flat]
+        controller.reconcile(
+            {resource: {key: e.obj for key, e in by_key.items()}
+             for resource, by_key in entries.items()},
+            self._now(),
         )
-        for entry, old in zip(entries, before, strict=True):
+        for entry, old in zip(flat, before, strict=True):
             if entry.obj != old:
                 entry.obj["metadata"]["resourceVersion"] = self._next_rv()
 
+    def _reconcile_watchers(self, rtype: ResourceType | None) -> None:
+        """Run the controllers watching ``rtype`` (None: every controller)."""
+        for controller in self._controllers:
+            if rtype is None or (rtype.group, rtype.plural) in controller.resources:
+                self._reconcile(controller)
+
     def _after_write(self, rtype: ResourceType, entry: _Entry) -> None:
-        if not rtype.group and rtype.plural in _VOLUME_PLURALS:
-            self._reconcile_volumes()
-        elif rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
+        if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             self._crd_status(entry.obj)
             self._refresh_crds()
         elif not rtype.group and rtype.plural == "secrets":
@@ -262,6 +298,7 @@ class ObjectStore:
             for key, value in string_data.items():
                 assert data is not None
                 data[key] = base64.b64encode(str(value).encode()).decode()
+        self._reconcile_watchers(rtype)
 
     @staticmethod
     def _spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -522,13 +559,15 @@ class ObjectStore:
         if not rtype.group and rtype.plural == "namespaces":
             for (_group, _plural), namespaces in self._objects.items():
                 namespaces.pop(name, None)
+        cascade = not rtype.group and rtype.plural == "namespaces"
         if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             spec = entry.obj.get("spec") or {}
             plural = (spec.get("names") or {}).get("plural", "")
             self._objects.pop((spec.get("group", ""), plural), None)
             self._refresh_crds()
-        if not rtype.group and rtype.plural in (*_VOLUME_PLURALS, "namespaces"):
-            self._reconcile_volumes()  # a claim's volume is Released, a volume's claim Lost
+            cascade = True
+        # e.g. a claim's volume is Released, a volume's claim Lost
+        self._reconcile_watchers(None if cascade else rtype)
 
     def delete(
         self, rtype: ResourceType, namespace: str | None, name: str

@@ -1,8 +1,8 @@
 """The PersistentVolume controller's static binding, as a real cluster's controller does it.
 
-`reconcile` runs after every write of a PersistentVolume or PersistentVolumeClaim (and after
-one is deleted): it works on the stored objects in place, and the store gives every object it
-changed a new ``resourceVersion``.
+`reconcile` (as the store's `VolumeBinding` controller) runs after every write of a
+PersistentVolume or PersistentVolumeClaim (and after one is deleted): it works on the stored
+objects in place, and the store gives every object it changed a new ``resourceVersion``.
 
 * A claim binds to the volume its ``spec.volumeName`` names, or else to a volume whose
   ``spec.claimRef`` names it (namespace, name and, when given, uid), when the two are
@@ -61,6 +61,18 @@ def parse_quantity(value: Any) -> Decimal | None:
     if suffix in _DECIMAL:
         return number * (Decimal(10) ** _DECIMAL[suffix])
     return number * (Decimal(10) ** int(suffix[1:]))
+
+
+class VolumeBinding:
+    """The binding as a store controller (`store.Controller`): on volumes and claims."""
+
+    resources = frozenset({("", "persistentvolumes"), ("", "persistentvolumeclaims")})
+
+    def reconcile(
+        self, objects: Mapping[tuple[str, str], Mapping[tuple[str, str], Obj]], now: str
+    ) -> None:
+        volumes = {name: obj for (_ns, name), obj in objects[("", "persistentvolumes")].items()}
+        reconcile(volumes, objects[("", "persistentvolumeclaims")])
 
 
 def reconcile(volumes: Mapping[str, Obj], claims: Mapping[tuple[str, str], Obj]) -> None:
