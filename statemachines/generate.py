@@ -1,9 +1,11 @@
-"""Writes statemachines/create_cluster.asl.json from one readable description.
+"""Writes the operations' state machines (statemachines/*.asl.json but discover) from one
+readable description each.
 
-The create pipeline has six stages and about thirty states; written by hand, every Task would
-repeat the same Retry and Catch blocks. This script builds the states from a few helpers so the
-retry policy exists once, and `tests/build/test_state_machines.py` fails when the JSON file is
-not what this script writes. Run it after changing it:
+The create pipeline has six stages and about thirty states, the capacity machines a dozen each;
+written by hand, every Task would repeat the same Retry and Catch blocks. This script builds the
+states from a few helpers so the retry policy exists once, and
+`tests/build/test_statemachines.py` fails when a JSON file is not what this script writes. Run
+it after changing it:
 
     .venv/bin/python statemachines/generate.py
 """
@@ -49,6 +51,7 @@ TEMPORARY_ERRORS = [
     "SubnetCidrConflict",
     "KubernetesUnavailable",
     "ChartDownloadFailed",
+    "ClusterBusy",
 ]
 """Every hypd.errors.TemporaryError subclass a task may raise (a build test checks the list is
 complete); nothing else is retried."""
@@ -74,6 +77,7 @@ RETRY: list[dict[str, Any]] = [
 FAILURE = "Record failure"
 OPERATION_TASKS = "${OperationTasksFunctionArn}"
 CLUSTER_TASKS = "${ClusterTasksFunctionArn}"
+CAPACITY_TASKS = "${CapacityTasksFunctionArn}"
 
 STAGES = ("network", "eks", "dependencies", "hyperpod", "storage", "verify")
 """hypd.operations.models.STAGES[create-cluster]; a build test checks they agree."""
@@ -105,7 +109,7 @@ def task(
         "Parameters": {
             "task": name,
             "operationId.$": "$.operationId",
-            **({"executionName.$": "$$.Execution.Name"} if resource == CLUSTER_TASKS else {}),
+            **({"executionName.$": "$$.Execution.Name"} if resource != OPERATION_TASKS else {}),
             **(extra or {}),
         },
         "TimeoutSeconds": timeout,
@@ -129,6 +133,7 @@ def poll(
     check_comment: str,
     check_task: str,
     then: str,
+    resource: str = CLUSTER_TASKS,
 ) -> None:
     """first task -> (ready? then : wait -> check task -> ready? ...).
 
@@ -136,7 +141,7 @@ def poll(
     task from the resource's expected duration (first look near its expected end, then short
     intervals), not fixed here.
     """
-    states[first] = task(first_comment, first_task, ready_choice)
+    states[first] = task(first_comment, first_task, ready_choice, resource=resource)
     states[ready_choice] = {
         "Type": "Choice",
         "Choices": [{"Variable": "$.step.ready", "BooleanEquals": True, "Next": then}],
@@ -148,8 +153,38 @@ def poll(
         "SecondsPath": "$.step.waitSeconds",
         "Next": check,
     }
-    states[check] = task(check_comment, check_task, ready_choice)
+    states[check] = task(check_comment, check_task, ready_choice, resource=resource)
     states.waiting |= {ready_choice, wait, check}
+
+
+def start(states: States, first_state: dict[str, str]) -> None:
+    """Start (mark RUNNING) -> "Resume where?": the first stage that has not succeeded."""
+    stages = list(first_state)
+    states["Start"] = task(
+        "Mark the operation RUNNING.",
+        "begin",
+        "Resume where?",
+        resource=OPERATION_TASKS,
+        result_path=None,
+        timeout=30,
+        extra={"executionArn.$": "$$.Execution.Id"},
+    )
+    states["Resume where?"] = {
+        "Type": "Choice",
+        "Comment": "A retry resumes at the first stage that has not succeeded.",
+        "Choices": [
+            {
+                "And": [
+                    {"Variable": "$.resumeFrom", "IsPresent": True},
+                    {"Variable": "$.resumeFrom", "IsString": True},
+                    {"Variable": "$.resumeFrom", "StringEquals": stage},
+                ],
+                "Next": first_state[stage],
+            }
+            for stage in stages[1:]
+        ],
+        "Default": first_state[stages[0]],
+    }
 
 
 def definition() -> dict[str, Any]:
@@ -164,39 +199,17 @@ def described_states() -> States:
 
 
 def _definition(states: States) -> dict[str, Any]:
-    states["Start"] = task(
-        "Mark the operation RUNNING.",
-        "begin",
-        "Resume where?",
-        resource=OPERATION_TASKS,
-        result_path=None,
-        timeout=30,
-        extra={"executionArn.$": "$$.Execution.Id"},
+    start(
+        states,
+        {
+            "network": "Create network stack",
+            "eks": "Create EKS cluster",
+            "dependencies": "Install add-ons",
+            "hyperpod": "Create HyperPod cluster",
+            "storage": "Mount storage",
+            "verify": "Verify cluster",
+        },
     )
-    first_state = {
-        "network": "Create network stack",
-        "eks": "Create EKS cluster",
-        "dependencies": "Install add-ons",
-        "hyperpod": "Create HyperPod cluster",
-        "storage": "Mount storage",
-        "verify": "Verify cluster",
-    }
-    states["Resume where?"] = {
-        "Type": "Choice",
-        "Comment": "A retry resumes at the first stage that has not succeeded.",
-        "Choices": [
-            {
-                "And": [
-                    {"Variable": "$.resumeFrom", "IsPresent": True},
-                    {"Variable": "$.resumeFrom", "IsString": True},
-                    {"Variable": "$.resumeFrom", "StringEquals": stage},
-                ],
-                "Next": first_state[stage],
-            }
-            for stage in STAGES[1:]
-        ],
-        "Default": first_state["network"],
-    }
 
     states.stage = "network"
     # ---- network: the VPC stack, then the compute subnet from the one network function
@@ -400,16 +413,384 @@ def _definition(states: States) -> dict[str, Any]:
     }
 
 
-def render() -> str:
-    return json.dumps(definition(), indent=2) + "\n"
+# ---------------------------------------------------------------------------- capacity
+CAPACITY_HYPERPOD_WAIT_SECONDS = HYPERPOD_WAIT_SECONDS
+"""How long a capacity change's task-token wait lasts before it looks itself (HyperPod applies
+an update in minutes; the state-change event normally ends the wait)."""
 
 
-TARGET = HERE / "create_cluster.asl.json"
+def finish(
+    states: States, *, done: str, done_comment: str, resource: str, failed_error: str
+) -> None:
+    """The success recorder (`done`) and the one failure recorder every Catch goes to."""
+    states.stage = None
+    states[done] = task(
+        done_comment, "finish-capacity", "Done", resource=resource, result_path=None
+    )
+    states["Done"] = {"Type": "Succeed"}
+    states[FAILURE] = {
+        "Type": "Task",
+        "Comment": "Mark the failing stage and the operation FAILED (earlier stages stay).",
+        "Resource": resource,
+        "Parameters": {
+            "task": "fail-capacity",
+            "operationId.$": "$.operationId",
+            "executionName.$": "$$.Execution.Name",
+            "error.$": "$.error",
+        },
+        "TimeoutSeconds": 30,
+        "Retry": RETRY,
+        "ResultPath": None,
+        "Next": "Failed",
+    }
+    states["Failed"] = {"Type": "Fail", "Error": failed_error}
+
+
+def hyperpod_change(
+    states: States,
+    *,
+    first: str,
+    first_comment: str,
+    check: str,
+    done_choice: str,
+    then: str,
+    resource: str = CAPACITY_TASKS,
+) -> None:
+    """A change HyperPod applies: request it, then wait until it is applied.
+
+    The task answers `{"ready", "waitFor": "cluster" | "poll", "waitSeconds"}`: "cluster"
+    parks a task token until the cluster's state-change event (the timeout falls back to
+    looking again), "poll" waits `waitSeconds` (a change with no state-change event: a node
+    action, autoscaling coming up on an InService cluster).
+    """
+    parked = "Wait for HyperPod cluster"
+    poll_wait = "Wait before looking again"
+    states[first] = task(first_comment, "hyperpod-change", done_choice, resource=resource)
+    states[done_choice] = {
+        "Type": "Choice",
+        "Choices": [
+            {"Variable": "$.step.ready", "BooleanEquals": True, "Next": then},
+            {
+                "And": [
+                    {"Variable": "$.step.waitFor", "IsPresent": True},
+                    {"Variable": "$.step.waitFor", "StringEquals": "cluster"},
+                ],
+                "Next": parked,
+            },
+        ],
+        "Default": poll_wait,
+    }
+    states[parked] = {
+        "Type": "Task",
+        "Comment": (
+            "Parks a task token until the 'SageMaker HyperPod Cluster State Change' event says "
+            "InService (or Failed / RollingBack). On timeout, look again."
+        ),
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {
+            "FunctionName": resource,
+            "Payload": {
+                "task": "await-hyperpod-cluster",
+                "operationId.$": "$.operationId",
+                "executionName.$": "$$.Execution.Name",
+                "taskToken.$": "$$.Task.Token",
+            },
+        },
+        "TimeoutSeconds": CAPACITY_HYPERPOD_WAIT_SECONDS,
+        "Retry": RETRY,
+        "ResultPath": None,
+        "Catch": [
+            {"ErrorEquals": ["States.Timeout"], "ResultPath": None, "Next": check},
+            *_catch(),
+        ],
+        "Next": check,
+    }
+    states[poll_wait] = {
+        "Type": "Wait",
+        "Comment": "HyperPod is applying the change; look again after waitSeconds.",
+        "SecondsPath": "$.step.waitSeconds",
+        "Next": check,
+    }
+    states[check] = task(
+        "Look at the cluster again; send the change if it is still missing.",
+        "check-hyperpod-change",
+        done_choice,
+        resource=resource,
+    )
+    states.waiting |= {done_choice, parked, poll_wait, check}
+
+
+def verify(
+    states: States, *, first: str, first_comment: str, then: str, wait_comment: str
+) -> None:
+    states.stage = "verify"
+    poll(
+        states,
+        first=first,
+        first_comment=first_comment,
+        first_task="verify-capacity",
+        ready_choice="Verified?",
+        wait="Wait for nodes",
+        wait_comment=wait_comment,
+        check="Look at the nodes again",
+        check_comment="Read the group and its nodes in HyperPod and Kubernetes again.",
+        check_task="check-capacity",
+        then=then,
+        resource=CAPACITY_TASKS,
+    )
+
+
+def instance_group_definition(states: States | None = None) -> dict[str, Any]:
+    """add-instance-group (network, hyperpod, verify), update- and delete-instance-group
+    (hyperpod, verify): the API starts each at its first stage (`resumeFrom`)."""
+    states = States() if states is None else states
+    start(
+        states,
+        {
+            "network": "Ensure compute subnet",
+            "hyperpod": "Update HyperPod cluster",
+            "verify": "Verify instance group",
+        },
+    )
+    states.stage = "network"
+    states["Ensure compute subnet"] = task(
+        "The new group's compute subnet from the one network function: the zone's shared "
+        "subnet, or the group's dedicated one (found again if it outlived a predecessor).",
+        "ensure-group-subnet",
+        "Update HyperPod cluster",
+        resource=CAPACITY_TASKS,
+    )
+    states.stage = "hyperpod"
+    hyperpod_change(
+        states,
+        first="Update HyperPod cluster",
+        first_comment=(
+            "UpdateCluster with the change: a new group, the changed group through the "
+            "normaliser, or InstanceGroupsToDelete. Skipped when HyperPod has it already."
+        ),
+        check="Check HyperPod cluster",
+        done_choice="HyperPod change applied?",
+        then="Verify instance group",
+    )
+    verify(
+        states,
+        first="Verify instance group",
+        first_comment="The group has its count of Running nodes, joined and schedulable.",
+        then="Record outcome",
+        wait_comment="Nodes are starting (or leaving).",
+    )
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Mark the operation SUCCEEDED with the group as HyperPod describes it.",
+        resource=CAPACITY_TASKS,
+        failed_error="InstanceGroupChangeFailed",
+    )
+    return {
+        "Comment": (
+            "Add, change or delete an instance group of a HyperPod cluster. Each stage is "
+            "recorded on the operation; POST /operations/{id}/retry resumes at the stage that "
+            "failed."
+        ),
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
+def node_action_definition(states: States | None = None) -> dict[str, Any]:
+    """reboot-node, replace-node, delete-node: hyperpod, verify."""
+    states = States() if states is None else states
+    start(states, {"hyperpod": "Request node action", "verify": "Verify node"})
+    states.stage = "hyperpod"
+    hyperpod_change(
+        states,
+        first="Request node action",
+        first_comment=(
+            "BatchRebootClusterNodes, BatchReplaceClusterNodes or BatchDeleteClusterNodes for "
+            "the node; skipped when HyperPod is acting on it already."
+        ),
+        check="Check node action",
+        done_choice="Node action accepted?",
+        then="Verify node",
+    )
+    verify(
+        states,
+        first="Verify node",
+        first_comment=(
+            "Rebooted: Running again. Replaced: a new node Running in its place. Deleted: gone."
+        ),
+        then="Record outcome",
+        wait_comment="HyperPod is acting on the node.",
+    )
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Mark the operation SUCCEEDED with the node as HyperPod describes it.",
+        resource=CAPACITY_TASKS,
+        failed_error="NodeActionFailed",
+    )
+    return {
+        "Comment": "Reboot, replace or delete one node of a HyperPod cluster.",
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
+def _karpenter_poll(states: States, *, first: str, first_comment: str, first_task: str,
+                    check_task: str, then: str) -> None:
+    states.stage = "kubernetes"
+    poll(
+        states,
+        first=first,
+        first_comment=first_comment,
+        first_task=first_task,
+        ready_choice="Karpenter objects settled?",
+        wait="Wait for Karpenter objects",
+        wait_comment="The NodeClass and NodePool are being reconciled.",
+        check="Check Karpenter objects",
+        check_comment="Read the NodeClass and NodePool again.",
+        check_task=check_task,
+        then=then,
+        resource=CAPACITY_TASKS,
+    )
+
+
+def enable_autoscaling_definition(states: States | None = None) -> dict[str, Any]:
+    """enable-autoscaling: prerequisites, role, hyperpod, kubernetes."""
+    states = States() if states is None else states
+    start(
+        states,
+        {
+            "prerequisites": "Check prerequisites",
+            "role": "Ensure cluster role",
+            "hyperpod": "Turn on autoscaling in HyperPod",
+            "kubernetes": "Apply NodeClass and NodePool",
+        },
+    )
+    states.stage = "prerequisites"
+    states["Check prerequisites"] = task(
+        "Continuous provisioning, automatic node recovery, eligible groups, and the HyperPod "
+        "health-monitoring agent running in the cluster.",
+        "check-prerequisites",
+        "Ensure cluster role",
+        resource=CAPACITY_TASKS,
+    )
+    states.stage = "role"
+    states["Ensure cluster role"] = task(
+        "The cluster role HyperPod assumes to add and remove nodes: trust, one policy for this "
+        "cluster, the deployment's permissions boundary.",
+        "ensure-cluster-role",
+        "Turn on autoscaling in HyperPod",
+        resource=CAPACITY_TASKS,
+    )
+    states.stage = "hyperpod"
+    hyperpod_change(
+        states,
+        first="Turn on autoscaling in HyperPod",
+        first_comment=(
+            "UpdateCluster AutoScaling Enable (Karpenter) with the cluster role; then wait for "
+            "AutoScaling InService."
+        ),
+        check="Check HyperPod autoscaling",
+        done_choice="Autoscaling in service?",
+        then="Apply NodeClass and NodePool",
+    )
+    _karpenter_poll(
+        states,
+        first="Apply NodeClass and NodePool",
+        first_comment="Server-side apply of the HyperpodNodeClass and the Karpenter NodePool.",
+        first_task="apply-karpenter",
+        check_task="check-karpenter",
+        then="Record outcome",
+    )
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Record autoscaling as on and mark the operation SUCCEEDED.",
+        resource=CAPACITY_TASKS,
+        failed_error="EnableAutoscalingFailed",
+    )
+    return {
+        "Comment": "Turn on managed Karpenter autoscaling of a HyperPod cluster.",
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
+def disable_autoscaling_definition(states: States | None = None) -> dict[str, Any]:
+    """disable-autoscaling: kubernetes, hyperpod, role (what enabling made, in reverse)."""
+    states = States() if states is None else states
+    start(
+        states,
+        {
+            "kubernetes": "Delete NodePool and NodeClass",
+            "hyperpod": "Turn off autoscaling in HyperPod",
+            "role": "Delete cluster role",
+        },
+    )
+    _karpenter_poll(
+        states,
+        first="Delete NodePool and NodeClass",
+        first_comment="Delete the NodePool, then the HyperpodNodeClass hypd made.",
+        first_task="remove-karpenter",
+        check_task="check-karpenter-removal",
+        then="Turn off autoscaling in HyperPod",
+    )
+    states.stage = "hyperpod"
+    hyperpod_change(
+        states,
+        first="Turn off autoscaling in HyperPod",
+        first_comment="UpdateCluster AutoScaling Disable; then wait until it is gone.",
+        check="Check HyperPod autoscaling",
+        done_choice="Autoscaling off?",
+        then="Delete cluster role",
+    )
+    states.stage = "role"
+    states["Delete cluster role"] = task(
+        "Delete the cluster role enabling made (its inline policy first).",
+        "delete-cluster-role",
+        "Record outcome",
+        resource=CAPACITY_TASKS,
+    )
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Record autoscaling as off and mark the operation SUCCEEDED.",
+        resource=CAPACITY_TASKS,
+        failed_error="DisableAutoscalingFailed",
+    )
+    return {
+        "Comment": "Turn off managed Karpenter autoscaling and remove what enabling made.",
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
+MACHINES: dict[str, Any] = {
+    "create_cluster": lambda: definition(),
+    "instance_group": lambda: instance_group_definition(),
+    "node_action": lambda: node_action_definition(),
+    "enable_autoscaling": lambda: enable_autoscaling_definition(),
+    "disable_autoscaling": lambda: disable_autoscaling_definition(),
+}
+"""File stem -> definition of every state machine this script writes."""
+
+
+def render(machine: str = "create_cluster") -> str:
+    return json.dumps(MACHINES[machine](), indent=2) + "\n"
+
+
+def target(machine: str) -> Path:
+    return HERE / f"{machine}.asl.json"
+
+
+TARGET = target("create_cluster")
 
 
 def main() -> int:
-    TARGET.write_text(render())
-    print(f"wrote {TARGET.relative_to(HERE.parent)}")
+    for machine in MACHINES:
+        target(machine).write_text(render(machine))
+        print(f"wrote {target(machine).relative_to(HERE.parent)}")
     return 0
 
 

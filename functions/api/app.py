@@ -16,6 +16,7 @@ from hypd.api.app import build_app
 from hypd.api.services import ApiServices
 from hypd.aws.clients import client, lazy_client
 from hypd.aws.dynamodb import Table
+from hypd.capacity.state import AutoscalingStore
 from hypd.clusters.store import ClusterStore
 from hypd.config import Settings
 from hypd.operations.locks import LockStore
@@ -36,10 +37,10 @@ app = build_app(
         clusters=ClusterStore(_table),
         locks=LockStore(_table),
         sfn_client=lazy_client("stepfunctions", SETTINGS.region),
-        discover_state_machine_arn=SETTINGS.discover_state_machine_arn,
         ec2_client=lazy_client("ec2", SETTINGS.region),
         sagemaker_client=lazy_client("sagemaker", SETTINGS.region),
-        create_cluster_state_machine_arn=SETTINGS.create_cluster_state_machine_arn,
+        state_machines=SETTINGS.state_machines,
+        autoscaling=AutoscalingStore(_table),
     )
 )
 

@@ -6,6 +6,22 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hypd.operations.models import OperationKind
+
+STATE_MACHINE_SETTINGS: dict[OperationKind, str] = {
+    OperationKind.DISCOVER: "DISCOVER_STATE_MACHINE_ARN",
+    OperationKind.CREATE_CLUSTER: "CREATE_CLUSTER_STATE_MACHINE_ARN",
+    OperationKind.ADD_INSTANCE_GROUP: "INSTANCE_GROUP_STATE_MACHINE_ARN",
+    OperationKind.UPDATE_INSTANCE_GROUP: "INSTANCE_GROUP_STATE_MACHINE_ARN",
+    OperationKind.DELETE_INSTANCE_GROUP: "INSTANCE_GROUP_STATE_MACHINE_ARN",
+    OperationKind.REBOOT_NODE: "NODE_ACTION_STATE_MACHINE_ARN",
+    OperationKind.REPLACE_NODE: "NODE_ACTION_STATE_MACHINE_ARN",
+    OperationKind.DELETE_NODE: "NODE_ACTION_STATE_MACHINE_ARN",
+    OperationKind.ENABLE_AUTOSCALING: "ENABLE_AUTOSCALING_STATE_MACHINE_ARN",
+    OperationKind.DISABLE_AUTOSCALING: "DISABLE_AUTOSCALING_STATE_MACHINE_ARN",
+}
+"""The environment variable (set by template.yaml) that names each kind's state machine."""
+
 
 class Settings(BaseModel):
     """What a function reads from its environment (set by template.yaml)."""
@@ -14,8 +30,8 @@ class Settings(BaseModel):
 
     table_name: str = Field(min_length=3)
     region: str | None = None
-    discover_state_machine_arn: str | None = None
-    create_cluster_state_machine_arn: str | None = None
+    state_machines: dict[OperationKind, str] = Field(default_factory=dict)
+    """The state machine of each operation kind this function starts (the API's)."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -23,6 +39,9 @@ class Settings(BaseModel):
         return cls(
             table_name=env.get("TABLE_NAME", ""),
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
-            discover_state_machine_arn=env.get("DISCOVER_STATE_MACHINE_ARN") or None,
-            create_cluster_state_machine_arn=env.get("CREATE_CLUSTER_STATE_MACHINE_ARN") or None,
+            state_machines={
+                kind: env[variable]
+                for kind, variable in STATE_MACHINE_SETTINGS.items()
+                if env.get(variable)
+            },
         )

@@ -30,6 +30,11 @@ def cluster_index_keys(tag: str) -> list[IndexKey]:
 CLUSTERS_PARTITION = ("GSI1", "CLUSTERS")
 
 
+def cluster_feature_key(tag: str, feature: str) -> dict[str, str]:
+    """The state of one managed feature of a cluster (e.g. autoscaling), beside its record."""
+    return {PK: f"CLUSTER#{tag}", SK: f"FEATURE#{feature}"}
+
+
 def operation_key(operation_id: str) -> dict[str, str]:
     return {PK: f"OP#{operation_id}", SK: "OP"}
 

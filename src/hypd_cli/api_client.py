@@ -66,6 +66,19 @@ ROUTES: dict[str, Route] = {
     "listAvailabilityZones": Route("GET", "/catalog/availability-zones"),
     "listInstanceTypes": Route("GET", "/catalog/instance-types", ("availabilityZone",)),
     "listTrainingPlans": Route("GET", "/catalog/training-plans"),
+    "listInstanceGroupFields": Route("GET", "/catalog/instance-group-fields"),
+    "listInstanceGroups": Route("GET", "/clusters/{tag}/instance-groups"),
+    "addInstanceGroup": Route("POST", "/clusters/{tag}/instance-groups", has_body=True),
+    "updateInstanceGroup": Route(
+        "PATCH", "/clusters/{tag}/instance-groups/{name}", has_body=True
+    ),
+    "deleteInstanceGroup": Route("DELETE", "/clusters/{tag}/instance-groups/{name}"),
+    "listNodes": Route("GET", "/clusters/{tag}/nodes", ("instanceGroup",)),
+    "rebootNode": Route("POST", "/clusters/{tag}/nodes/{nodeId}/reboot"),
+    "replaceNode": Route("POST", "/clusters/{tag}/nodes/{nodeId}/replace"),
+    "deleteNode": Route("DELETE", "/clusters/{tag}/nodes/{nodeId}"),
+    "getAutoscaling": Route("GET", "/clusters/{tag}/autoscaling"),
+    "setAutoscaling": Route("PUT", "/clusters/{tag}/autoscaling", has_body=True),
 }
 
 
@@ -268,7 +281,8 @@ class ApiClient:
         self, operation_id: str, /, *, body: dict[str, Any] | None = None, **params: Any
     ) -> dict[str, Any]:
         """Run the REST operation ``operation_id`` (see `ROUTES`): path parameters and query
-        parameters by their API names, ``body`` for POST."""
+        parameters by their API names, ``body`` for the operations that take one (POST, PATCH,
+        PUT). Any 2xx answer is returned as its JSON body (an empty body as ``{}``)."""
         try:
             route = ROUTES[operation_id]
         except KeyError:
@@ -389,6 +403,50 @@ class ApiClient:
 
     def list_training_plans(self) -> dict[str, Any]:
         return self.call("listTrainingPlans")
+
+    def list_instance_group_fields(self) -> dict[str, Any]:
+        return self.call("listInstanceGroupFields")
+
+    # Capacity. A change answers 202 with an operation to follow ({operationId, status, kind}),
+    # or, for a PATCH or PUT that matches the cluster, 200 {"changed": false, ...}: see
+    # `started`.
+
+    def list_instance_groups(self, tag: str) -> dict[str, Any]:
+        return self.call("listInstanceGroups", tag=tag)
+
+    def add_instance_group(self, tag: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("addInstanceGroup", tag=tag, body=body)
+
+    def update_instance_group(self, tag: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("updateInstanceGroup", tag=tag, name=name, body=body)
+
+    def delete_instance_group(self, tag: str, name: str) -> dict[str, Any]:
+        return self.call("deleteInstanceGroup", tag=tag, name=name)
+
+    def list_nodes(self, tag: str, instance_group: str | None = None) -> dict[str, Any]:
+        return self.call("listNodes", tag=tag, instanceGroup=instance_group)
+
+    def reboot_node(self, tag: str, node_id: str) -> dict[str, Any]:
+        return self.call("rebootNode", tag=tag, nodeId=node_id)
+
+    def replace_node(self, tag: str, node_id: str) -> dict[str, Any]:
+        return self.call("replaceNode", tag=tag, nodeId=node_id)
+
+    def delete_node(self, tag: str, node_id: str) -> dict[str, Any]:
+        return self.call("deleteNode", tag=tag, nodeId=node_id)
+
+    def get_autoscaling(self, tag: str) -> dict[str, Any]:
+        return self.call("getAutoscaling", tag=tag)
+
+    def set_autoscaling(self, tag: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("setAutoscaling", tag=tag, body=body)
+
+
+def started(response: Mapping[str, Any]) -> bool:
+    """Whether a change's answer started an operation (202 ``{operationId, status, kind}``)
+    rather than found nothing to do (200 ``{"changed": false, ...}``): the two shapes share no
+    key."""
+    return "operationId" in response
 
 
 def _query_value(value: Any) -> str:

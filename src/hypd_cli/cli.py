@@ -8,12 +8,14 @@ json --endpoint URL``); ``HYPD_ENDPOINT`` saves repeating the endpoint.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from hypd_cli.api_client import (
@@ -37,13 +39,28 @@ EXIT_TIMEOUT = 4  # ops watch --timeout ran out while the operation was still ru
 EXIT_INTERRUPTED = 130  # Ctrl+C (128 + SIGINT)
 
 # Every API command and the one REST operation (operationId in docs/openapi.json) it runs.
-# `ops watch` repeats getOperation; `--wait` (create, discover, retry) follows the accepted
-# operation with getOperation; the interactive create offers choices from the catalogue.
+# `ops watch` repeats getOperation; `--wait` (every command that starts an operation) follows
+# the accepted operation with getOperation; the interactive create offers choices from the
+# catalogue. Several commands may run one operation (`groups scale` and `groups update` both
+# PATCH the group; `autoscaling enable` and `disable` both PUT the autoscaling).
 COMMANDS: dict[str, str] = {
     "clusters list": "listClusters",
     "clusters get": "getCluster",
     "clusters create": "createCluster",
     "clusters discover": "discoverClusters",
+    "groups list": "listInstanceGroups",
+    "groups add": "addInstanceGroup",
+    "groups scale": "updateInstanceGroup",
+    "groups update": "updateInstanceGroup",
+    "groups delete": "deleteInstanceGroup",
+    "groups fields": "listInstanceGroupFields",
+    "nodes list": "listNodes",
+    "nodes reboot": "rebootNode",
+    "nodes replace": "replaceNode",
+    "nodes delete": "deleteNode",
+    "autoscaling get": "getAutoscaling",
+    "autoscaling enable": "setAutoscaling",
+    "autoscaling disable": "setAutoscaling",
     "ops list": "listOperations",
     "ops get": "getOperation",
     "ops watch": "getOperation",
@@ -147,6 +164,36 @@ class Context:
 Command = Callable[[Context], int]
 
 
+def body_from_flags(
+    ctx: Context, flags: Sequence[str], build: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """A request body: the JSON of ``--from-file`` (which gives the whole body, so no other of
+    the request ``flags`` may come with it), else what ``build`` makes of the flags."""
+    args = ctx.args
+    if args.from_file is None:
+        return build()
+    others = [f"--{flag.replace('_', '-')}" for flag in flags
+              if flag != "from_file" and getattr(args, flag) not in (None, False)]
+    if others:
+        raise UsageError(f"--from-file gives the whole request; drop {', '.join(others)}")
+    return read_json_body(args.from_file, ctx)
+
+
+def read_json_body(source: str, ctx: Context) -> dict[str, Any]:
+    """A JSON object from the file ``source`` (``-``: stdin)."""
+    try:
+        text = ctx.stdin.read() if source == "-" else Path(source).read_text()
+    except OSError as exc:
+        raise UsageError(f"--from-file: {exc}") from None
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--from-file: not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise UsageError("--from-file: the request must be a JSON object")
+    return body
+
+
 def api_command(parser: argparse.ArgumentParser, name: str, run: Command) -> None:
     """Make ``parser`` the command ``name`` (a key of `COMMANDS`) running ``run``."""
     add_api_options(parser)
@@ -178,6 +225,10 @@ def run_command(ctx: Context, name: str, run: Command) -> int:
         return EXIT_UNREACHABLE
     except ApiError as exc:
         _error(ctx, describe_api_error(exc))
+        # A 409 naming an operation still going (one at a time per cluster): follow that one.
+        running = exc.details.get("operationId") if exc.status == 409 else None
+        if running and exc.details.get("status") in (None, "PENDING", "RUNNING"):
+            _error(ctx, f"Follow it: {ctx.command_line(f'ops watch {running}')}")
         return EXIT_FAILED
     except KeyboardInterrupt:
         _error(ctx, "\nInterrupted.")

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import textwrap
-from pathlib import Path
 from typing import Any
 
-from hypd_cli.cli import EXIT_FAILED, EXIT_OK, Context, UsageError, api_command
-from hypd_cli.operations import add_paging, add_wait_options, follow_or_hint, next_page_hint
+from hypd_cli.cli import EXIT_FAILED, EXIT_OK, Context, UsageError, api_command, body_from_flags
+from hypd_cli.group_flags import group_keys_help, parse_group
+from hypd_cli.operations import add_paging, add_wait_flag, follow_accepted, next_page_hint
 from hypd_cli.output import key_values, print_json, print_table, short_time
 
 # The flags that describe a cluster: any of them means "create from flags, ask nothing".
 REQUEST_FLAGS = ("tag", "zone", "group", "s3_bucket", "s3_prefix", "fsx_capacity",
                  "kubernetes_version", "from_file")
-
-GROUP_KEYS = {
-    "name": "the group's name (required)",
-    "type": "the ml.* instance type (required; also instance-type=)",
-    "count": "number of instances (default 1)",
-    "capacity": "on-demand (default), spot or training-plan",
-    "training-plan": "a training plan's ARN (implies capacity=training-plan)",
-    "efa-only": "true: EFA-only network interfaces",
-    "dedicated-subnet": "true: a compute subnet of the group's own",
-}
-CAPACITIES = ("on-demand", "spot", "training-plan")
-
 
 def register(subparsers: Any) -> None:
     clusters = subparsers.add_parser(
@@ -51,9 +38,8 @@ def register(subparsers: Any) -> None:
             "Create a HyperPod cluster on EKS. With flags it asks nothing; with no flags it "
             "asks the decision-grade questions (tag, zone, instance type, count, capacity, "
             "storage), offering choices from the catalogue, then asks to confirm."),
-        epilog="--group keys (comma-separated KEY=VALUE):\n" + "\n".join(
-            f"  {key:<17} {text}" for key, text in GROUP_KEYS.items()
-        ) + "\n\nexample:\n  hypd clusters create --tag demo --zone us-west-2a \\\n"
+        epilog=group_keys_help() + "\n\nexample:\n"
+        "  hypd clusters create --tag demo --zone us-west-2a \\\n"
         "    --group name=gpu,type=ml.g6.4xlarge,count=1,capacity=on-demand \\\n"
         "    --s3-bucket my-data --wait",
     )
@@ -76,9 +62,7 @@ def register(subparsers: Any) -> None:
     create.add_argument("--from-file", metavar="FILE",
                         help="the whole POST /clusters body as JSON ('-': stdin), for fields "
                         "the flags do not cover (labels, taints, deep health checks)")
-    create.add_argument("--wait", action="store_true", help="then watch the operation to its "
-                        "end (exit 0 only if it SUCCEEDED)")
-    add_wait_options(create)
+    add_wait_flag(create)
     api_command(create, "clusters create", create_cluster)
 
     discover = commands.add_parser(
@@ -87,8 +71,7 @@ def register(subparsers: Any) -> None:
     )
     discover.add_argument("--name", action="append", metavar="NAME",
                           help="only this EKS or HyperPod cluster (repeatable; default all)")
-    discover.add_argument("--wait", action="store_true", help="then watch the operation")
-    add_wait_options(discover)
+    add_wait_flag(discover)
     api_command(discover, "clusters discover", discover_clusters)
 
 
@@ -183,12 +166,8 @@ def nodes(hyperpod: dict[str, Any] | None) -> str:
 
 
 def discover_clusters(ctx: Context) -> int:
-    accepted = ctx.client.discover_clusters(ctx.args.name)
-    if ctx.json and not ctx.args.wait:
-        print_json(ctx, accepted)
-        return EXIT_OK
-    ctx.say(f"Discovering clusters: operation {accepted['operationId']} ({accepted['status']})")
-    return follow_or_hint(ctx, accepted["operationId"])
+    return follow_accepted(ctx, ctx.client.discover_clusters(ctx.args.name),
+                           "Discovering clusters")
 
 
 # -- create ------------------------------------------------------------------------------------
@@ -205,24 +184,17 @@ def create_cluster(ctx: Context) -> int:
         body = ask_create_request(ctx)
     if body is None:
         return EXIT_FAILED
-    accepted = ctx.client.create_cluster(body)
-    if ctx.json and not args.wait:
-        print_json(ctx, accepted)
-        return EXIT_OK
-    ctx.say(f"Creating cluster {body.get('tag')}: operation {accepted['operationId']} "
-            f"({accepted['status']})")
-    return follow_or_hint(ctx, accepted["operationId"])
+    return follow_accepted(ctx, ctx.client.create_cluster(body),
+                           f"Creating cluster {body.get('tag')}")
 
 
 def request_from_flags(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
-    """The POST /clusters body from the flags. Only the syntax is checked here: the API
-    validates the request (and answers 400 naming the field)."""
-    if args.from_file is not None:
-        others = [f"--{f.replace('_', '-')}" for f in REQUEST_FLAGS
-                  if f != "from_file" and getattr(args, f) is not None]
-        if others:
-            raise UsageError(f"--from-file gives the whole request; drop {', '.join(others)}")
-        return _read_body(args.from_file, ctx)
+    """The POST /clusters body from the flags (or --from-file). Only the syntax is checked
+    here: the API validates the request (and answers 400 naming the field)."""
+    return body_from_flags(ctx, REQUEST_FLAGS, lambda: _create_body(args))
+
+
+def _create_body(args: argparse.Namespace) -> dict[str, Any]:
     missing = [flag for flag, value in (("--tag", args.tag), ("--group", args.group))
                if not value]
     if args.s3_bucket is None and args.fsx_capacity is None:
@@ -248,69 +220,3 @@ def request_from_flags(args: argparse.Namespace, ctx: Context) -> dict[str, Any]
     if args.kubernetes_version:
         body["kubernetesVersion"] = args.kubernetes_version
     return body
-
-
-def parse_group(spec: str) -> dict[str, Any]:
-    """``name=gpu,type=ml.g6.4xlarge,count=1,capacity=on-demand`` -> an instance group."""
-    values: dict[str, str] = {}
-    for item in spec.split(","):
-        key, sep, value = item.strip().partition("=")
-        key = "type" if key == "instance-type" else key
-        if not sep or not key or not value:
-            raise UsageError(f"--group {spec!r}: expected KEY=VALUE pairs separated by commas")
-        if key not in GROUP_KEYS:
-            raise UsageError(f"--group {spec!r}: unknown key {key!r} (keys: "
-                             f"{', '.join(GROUP_KEYS)})")
-        if key in values:
-            raise UsageError(f"--group {spec!r}: {key} given twice")
-        values[key] = value
-    for required in ("name", "type"):
-        if required not in values:
-            raise UsageError(f"--group {spec!r}: missing {required}=")
-    try:
-        count = int(values.get("count", "1"))
-    except ValueError:
-        raise UsageError(f"--group {spec!r}: count must be a whole number") from None
-    plan = values.get("training-plan")
-    capacity_type = values.get("capacity", "training-plan" if plan else "on-demand")
-    if capacity_type not in CAPACITIES:
-        raise UsageError(f"--group {spec!r}: capacity must be one of {', '.join(CAPACITIES)}")
-    capacity: dict[str, Any] = {"type": capacity_type}
-    if capacity_type == "training-plan":
-        if not plan:
-            raise UsageError(f"--group {spec!r}: capacity=training-plan needs training-plan=ARN")
-        capacity["trainingPlanArn"] = plan
-    elif plan:
-        raise UsageError(f"--group {spec!r}: training-plan= goes with capacity=training-plan")
-    group: dict[str, Any] = {
-        "name": values["name"], "instanceType": values["type"], "count": count,
-        "capacity": capacity,
-    }
-    for key, field in (("efa-only", "efaOnly"), ("dedicated-subnet", "dedicatedSubnet")):
-        if key in values:
-            group[field] = _boolean(values[key], f"--group {spec!r}: {key}")
-    return group
-
-
-def _boolean(text: str, what: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("true", "yes", "1"):
-        return True
-    if lowered in ("false", "no", "0"):
-        return False
-    raise UsageError(f"{what} must be true or false")
-
-
-def _read_body(source: str, ctx: Context) -> dict[str, Any]:
-    try:
-        text = ctx.stdin.read() if source == "-" else Path(source).read_text()
-    except OSError as exc:
-        raise UsageError(f"--from-file: {exc}") from None
-    try:
-        body = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--from-file: not JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise UsageError("--from-file: the request must be a JSON object")
-    return body
-

@@ -8,6 +8,7 @@ default. To add a group, write the module and list it in `COMMAND_MODULES`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -15,6 +16,9 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.local",
     "hypd_cli.clusters",
+    "hypd_cli.groups",
+    "hypd_cli.nodes",
+    "hypd_cli.autoscaling",
     "hypd_cli.operations",
     "hypd_cli.catalog",
     "hypd_cli.mcp_command",
@@ -67,9 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None) or getattr(args, "func", None)
     if handler is None:
-        # A group given without its subcommand (e.g. "hypd local").
-        parser.parse_args([*argv, "--help"])
-        return 2
+        # A group given without its subcommand (e.g. "hypd nodes"): its help, and a usage
+        # error's exit, as argparse exits (--help alone would exit 0).
+        with contextlib.suppress(SystemExit):
+            parser.parse_args([*argv, "--help"])
+        raise SystemExit(2)
     result: int = handler(args)
     return result
 

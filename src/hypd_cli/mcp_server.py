@@ -7,11 +7,15 @@ like every other client.
 A tool is bound to its operation by operationId in the OpenAPI document the API generates from
 its own code (the document committed as docs/openapi.json), and takes from it the route, the
 summary and description, the path and query parameters with their JSON schemas, and the
-response schema (the tool's output schema). A tool whose operation takes a body takes the
-body's pydantic model as its input schema: `cluster_create` takes `CreateClusterRequest`'s
-schema, so an agent sees exactly what the API validates. `operation_get_status` also takes
-``wait_seconds`` (capped at `WAIT_SECONDS_MAX`): it polls the operation every few seconds
-until the operation's status or one of its stages changes, or the operation ends.
+response schemas (the tool's output schema: the response model, or for a change the API may
+find already made, the union of its 202 `OperationAccepted` and its 200 ``changed: false``
+model). A tool whose operation takes a body takes the body's pydantic model as its input
+schema, with the operation's path parameters beside the body's fields: `cluster_create` takes
+`CreateClusterRequest`'s schema, `instance_group_update` ``tag`` and ``name`` and
+`UpdateInstanceGroupRequest`'s fields, so an agent sees exactly what the API validates.
+`operation_get_status` also takes ``wait_seconds`` (capped at `WAIT_SECONDS_MAX`): it polls the
+operation every few seconds until the operation's status or one of its stages changes, or the
+operation ends.
 
 An error of the API comes back as a tool error (``isError``) carrying its HTTP status, code,
 message and details (an endpoint that does not answer: code ``ApiUnreachable``).
@@ -39,18 +43,30 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
 
 from hypd import __version__
 from hypd.api.models import (
+    AutoscalingUnchanged,
+    AutoscalingView,
     AvailabilityZoneList,
     ClusterList,
     ClusterView,
     DiscoverRequest,
+    InstanceGroupFieldList,
+    InstanceGroupList,
+    InstanceGroupUnchanged,
     InstanceTypeList,
+    NodeList,
     OperationAccepted,
     OperationList,
     OperationView,
     TrainingPlanList,
+)
+from hypd.capacity.requests import (
+    AddInstanceGroupRequest,
+    AutoscalingRequest,
+    UpdateInstanceGroupRequest,
 )
 from hypd.clusters.create_request import CreateClusterRequest
 from hypd_cli.api_client import ApiClientError, ApiError
@@ -87,6 +103,17 @@ class ToolSpec:
     """Appended to the operation's summary and description in the tool's description."""
     waits: bool = False
     """Takes ``wait_seconds``: polls the operation until it changes or ends."""
+    unchanged: type[BaseModel] | None = None
+    """For a change the API may find already made: the model of its 200 ``changed: false``
+    answer (``response`` is then the 202's); the output schema is the union of the two."""
+    destructive: bool = False
+    """May remove or interrupt something (MCP's destructiveHint)."""
+    idempotent: bool = False
+    """Calling it again with the same arguments changes nothing more (MCP's idempotentHint)."""
+
+
+POLL = "Poll the returned operationId with operation_get_status until it ends."
+CONFIRM = "Ask the user to confirm first."
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (
@@ -122,7 +149,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "discoverClusters",
         OperationAccepted,
         body=DiscoverRequest,
-        advice="Poll the returned operationId with operation_get_status until it ends.",
+        advice=POLL,
     ),
     ToolSpec(
         "operation_list",
@@ -160,6 +187,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "cancelOperation",
         OperationView,
         advice="Only when the user asks. Poll with operation_get_status until CANCELLED.",
+        destructive=True,
     ),
     ToolSpec(
         "catalog_availability_zones",
@@ -179,6 +207,124 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         TrainingPlanList,
         advice="For capacity type training-plan: offer Active or Scheduled plans only.",
     ),
+    ToolSpec(
+        "catalog_instance_group_fields",
+        "listInstanceGroupFields",
+        InstanceGroupFieldList,
+        advice=(
+            "Read it before changing a group: only the mutable fields (count, minCount, labels, "
+            "taints) can change; each create-time field says why not and what to do instead."
+        ),
+    ),
+    ToolSpec(
+        "instance_group_list",
+        "listInstanceGroups",
+        InstanceGroupList,
+        advice=(
+            "Call this first for any capacity change: the group the user means may exist "
+            "already, and it shows each group's create-time facts (type, capacity, zone, "
+            "subnet) and its counts."
+        ),
+    ),
+    ToolSpec(
+        "instance_group_add",
+        "addInstanceGroup",
+        OperationAccepted,
+        body=AddInstanceGroupRequest,
+        advice=(
+            "Inspect first (instance_group_list, catalog_instance_types with the cluster's "
+            "zone, catalog_training_plans for reserved capacity) and offer the user only "
+            "choices the catalogue shows. Ask only for the group's name, instance type, count "
+            "and capacity type (on-demand, spot or a training plan); ask about the zone only "
+            "for a training plan (the plan pins it; any other group takes the cluster's zone, "
+            "so leave availabilityZone out). These are fixed for the group's life. " + POLL
+            + " A 409 InstanceGroupExists means the group is there: use it."
+        ),
+    ),
+    ToolSpec(
+        "instance_group_update",
+        "updateInstanceGroup",
+        OperationAccepted,
+        body=UpdateInstanceGroupRequest,
+        unchanged=InstanceGroupUnchanged,
+        advice=(
+            "Send only what changes: count, minCount, labels (the whole map) or taints (the "
+            "whole list). Never try to change a create-time field (instanceType, capacity, "
+            "availabilityZone, dedicatedSubnet, efaOnly, deepHealthChecks; see "
+            "catalog_instance_group_fields): that is a 400 ImmutableField; add a new group "
+            "with the value instead (instance_group_add), move the work, then delete the old "
+            "one. An answer with changed: false means the group already matches: nothing "
+            "started, nothing to poll. Otherwise: " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "instance_group_delete",
+        "deleteInstanceGroup",
+        OperationAccepted,
+        advice=(
+            "Removes the group's nodes. " + CONFIRM + " The last group cannot be deleted (409 "
+            "LastInstanceGroup), nor one Karpenter scales (409 InstanceGroupAutoscaled: take it "
+            "out of autoscaling_set first). " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "node_list",
+        "listNodes",
+        NodeList,
+        advice="Find a node's id and status here before any node action.",
+    ),
+    ToolSpec(
+        "node_reboot",
+        "rebootNode",
+        OperationAccepted,
+        advice="Interrupts the node's pods. " + CONFIRM + " " + POLL,
+        destructive=True,
+    ),
+    ToolSpec(
+        "node_replace",
+        "replaceNode",
+        OperationAccepted,
+        advice=(
+            "For an unhealthy node: a new instance takes its place and its local data is "
+            "lost. " + CONFIRM + " " + POLL
+        ),
+        destructive=True,
+    ),
+    ToolSpec(
+        "node_delete",
+        "deleteNode",
+        OperationAccepted,
+        advice="The node's group keeps one node fewer. " + CONFIRM + " " + POLL,
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "autoscaling_get",
+        "getAutoscaling",
+        AutoscalingView,
+        advice="Read it before autoscaling_set: whether managed Karpenter is on, and for "
+        "which groups.",
+    ),
+    ToolSpec(
+        "autoscaling_set",
+        "setAutoscaling",
+        OperationAccepted,
+        body=AutoscalingRequest,
+        unchanged=AutoscalingUnchanged,
+        advice=(
+            "enabled: true with instanceGroups (1-10 existing groups of on-demand or spot "
+            "capacity without deep health checks, in one zone: see instance_group_list) turns "
+            "managed Karpenter on; tell the user it scales idle groups toward zero. enabled: "
+            "false turns it off. An answer with changed: false means it is already as asked: "
+            "nothing started. Otherwise: " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
 )
 
 # Parameters the OpenAPI document does not describe.
@@ -186,7 +332,7 @@ _PARAMETER_HINTS = {
     "tag": "The cluster's tag.",
     "clusterTag": "Only the operations of this cluster tag.",
     "status": "Only the operations with this status.",
-    "operationId": "The operation's id (op-...), as cluster_create or cluster_discover returned.",
+    "operationId": "The operation's id (op-...), as the tool that started it returned.",
     "limit": "At most this many items in one page.",
     "nextToken": "The nextToken of the previous page, to read the next one.",
 }
@@ -232,8 +378,8 @@ class BoundTool:
             annotations=types.ToolAnnotations(
                 title=self.summary,
                 read_only_hint=read_only,
-                destructive_hint=None if read_only else self.spec.operation_id == "cancelOperation",
-                idempotent_hint=read_only,
+                destructive_hint=None if read_only else self.spec.destructive,
+                idempotent_hint=read_only or self.spec.idempotent,
                 open_world_hint=True,
             ),
         )
@@ -282,11 +428,12 @@ def _bind(
     components: Mapping[str, Any],
 ) -> BoundTool:
     parameters = operation.get("parameters", [])
-    response_ref = _response_ref(operation)
-    if response_ref not in (None, spec.response.__name__):
+    answers = _response_refs(operation)
+    models = {m.__name__ for m in (spec.response, spec.unchanged) if m is not None}
+    if answers and answers != models:
         raise ValueError(
-            f"tool {spec.name}: {spec.operation_id} answers {response_ref}, "
-            f"not {spec.response.__name__}"
+            f"tool {spec.name}: {spec.operation_id} answers {' or '.join(sorted(answers))}, "
+            f"not {' or '.join(sorted(models))}"
         )
     body_ref = _body_ref(operation)
     if spec.body is not None:
@@ -294,9 +441,13 @@ def _bind(
             raise ValueError(
                 f"tool {spec.name}: {spec.operation_id} takes {body_ref}, not {spec.body.__name__}"
             )
-        if parameters:
-            raise ValueError(f"tool {spec.name}: an operation with a body takes no parameters")
-        input_schema = spec.body.model_json_schema(by_alias=True)
+        if any(p["in"] != "path" for p in parameters):
+            raise ValueError(
+                f"tool {spec.name}: an operation with a body takes path parameters only"
+            )
+        input_schema = _with_path_parameters(
+            spec.body.model_json_schema(by_alias=True), parameters, components
+        )
     elif body_ref is not None:
         raise ValueError(f"tool {spec.name}: {spec.operation_id} takes a {body_ref} body")
     else:
@@ -317,7 +468,7 @@ def _bind(
         path_params=tuple(p["name"] for p in parameters if p["in"] == "path"),
         query_params=tuple(p["name"] for p in parameters if p["in"] == "query"),
         input_schema=input_schema,
-        output_schema=spec.response.model_json_schema(by_alias=True, mode="serialization"),
+        output_schema=_output_schema(spec),
         summary=summary,
         description="\n\n".join(text),
     )
@@ -365,15 +516,64 @@ def _parameters_schema(
     return _self_contained(result, components)
 
 
-def _response_ref(operation: Mapping[str, Any]) -> str | None:
-    """The component name of the operation's documented success response, if it has one."""
+def _with_path_parameters(
+    body: dict[str, Any],
+    parameters: Iterable[Mapping[str, Any]],
+    components: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The body's schema with the operation's path parameters first among its properties, and
+    required. A body field named like a path parameter gives way to it: the PATCH body's
+    ``name`` can only restate the group's name, which the path gives."""
+    path = _parameters_schema(parameters, components)
+    if not path["properties"]:
+        return body
+    named = path["properties"]
+    merged = {
+        **body,
+        "properties": {
+            **named, **{k: v for k, v in body.get("properties", {}).items() if k not in named}
+        },
+        "required": [
+            *path.get("required", []), *[r for r in body.get("required", []) if r not in named]
+        ],
+    }
+    if "$defs" in path:
+        merged["$defs"] = {**body.get("$defs", {}), **path["$defs"]}
+    return merged
+
+
+def _response_refs(operation: Mapping[str, Any]) -> set[str]:
+    """The component names of the operation's documented success responses (200, 201, 202)."""
+    names = set()
     for status in ("200", "201", "202"):
         content = operation.get("responses", {}).get(status, {}).get("content", {})
         schema = content.get("application/json", {}).get("schema")
-        if schema is not None:
-            match = _COMPONENT_REF.match(schema.get("$ref", ""))
-            return match.group("name") if match else None
-    return None
+        match = _COMPONENT_REF.match((schema or {}).get("$ref", ""))
+        if match:
+            names.add(match.group("name"))
+    return names
+
+
+def _output_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The response model's schema; for a change that may be found made, either answer's."""
+    if spec.unchanged is None:
+        return spec.response.model_json_schema(by_alias=True, mode="serialization")
+    answers = (spec.response, spec.unchanged)
+    _, definitions = models_json_schema(
+        [(model, "serialization") for model in answers], by_alias=True,
+        ref_template="#/$defs/{model}",
+    )
+    return {
+        # MCP clients of protocol versions up to 2025-11-25 take only an object at the root:
+        # both answers are objects.
+        "type": "object",
+        "description": (
+            f"202 {spec.response.__name__}: an operation started, poll it; or 200 "
+            f"{spec.unchanged.__name__} (changed: false): the request matches, nothing started."
+        ),
+        "anyOf": [{"$ref": f"#/$defs/{model.__name__}"} for model in answers],
+        **definitions,
+    }
 
 
 def _self_contained(schema: dict[str, Any], components: Mapping[str, Any]) -> dict[str, Any]:
@@ -485,8 +685,11 @@ class HypdTools:
         if tool.spec.waits:
             wait = _wait_seconds(arguments.pop("wait_seconds", 0), self.wait_seconds_max)
         if tool.spec.body is not None:
-            # The body goes to the API as given: the API validates it (400 naming the field).
-            return _result(await self._request(operation_id, {}, body=arguments))
+            # The path parameters go to the path; the rest is the body, sent as given: the API
+            # validates it (400 naming the field).
+            path = {name: arguments.pop(name) for name in tool.path_params if name in arguments}
+            params = _parameters(tool, path)
+            return _result(await self._request(operation_id, params, body=arguments))
         params = _parameters(tool, arguments)
         result = await self._request(operation_id, params)
         if not wait:

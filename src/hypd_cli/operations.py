@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
+from hypd_cli.api_client import started
 from hypd_cli.cli import EXIT_OK, Context, api_command
 from hypd_cli.output import (
     current_stage,
@@ -57,8 +59,7 @@ def register(subparsers: Any) -> None:
         "succeed (POST /operations/{id}/retry)",
     )
     retry.add_argument("operation_id", metavar="ID")
-    retry.add_argument("--wait", action="store_true", help="then watch it to its end")
-    add_wait_options(retry)
+    add_wait_flag(retry)
     api_command(retry, "ops retry", retry_operation)
 
     cancel = commands.add_parser(
@@ -74,6 +75,14 @@ def add_paging(parser: argparse.ArgumentParser) -> None:
                         "default 50)")
     parser.add_argument("--next-token", metavar="TOKEN",
                         help="the page after the one that returned this nextToken")
+
+
+def add_wait_flag(parser: argparse.ArgumentParser) -> None:
+    """``--wait`` (with ``--interval`` and ``--timeout``) for a command that starts an
+    operation."""
+    parser.add_argument("--wait", action="store_true", help="then watch the operation to its "
+                        "end (exit 0 only if it SUCCEEDED)")
+    add_wait_options(parser)
 
 
 def add_wait_options(parser: argparse.ArgumentParser) -> None:
@@ -186,6 +195,35 @@ def cancel_operation(ctx: Context) -> int:
     ctx.say(f"Cancel requested for operation {operation['id']} ({operation['status']}); "
             "completed stages stay.")
     ctx.say(f"Follow it: {ctx.command_line('ops watch ' + operation['id'])}")
+    return EXIT_OK
+
+
+def follow_accepted(ctx: Context, accepted: dict[str, Any], doing: str) -> int:
+    """The answer of a command that started an operation (202 ``{operationId, status, kind}``):
+    with ``-o json`` and no ``--wait`` printed as it came; else said (``doing: operation ID``)
+    and, with ``--wait``, followed to its end."""
+    if ctx.json and not getattr(ctx.args, "wait", False):
+        print_json(ctx, accepted)
+        return EXIT_OK
+    ctx.say(f"{doing}: operation {accepted['operationId']} ({accepted['status']})")
+    return follow_or_hint(ctx, accepted["operationId"])
+
+
+def follow_change(
+    ctx: Context,
+    response: dict[str, Any],
+    doing: str,
+    unchanged: Callable[[dict[str, Any]], str],
+) -> int:
+    """The answer of a change the API may find already made: 202 as `follow_accepted`, or 200
+    ``{"changed": false, ...}``: nothing started, nothing to wait for (``-o json``: printed as
+    it came; else ``no change:`` and what ``unchanged`` says of the response)."""
+    if started(response):
+        return follow_accepted(ctx, response, doing)
+    if ctx.json:
+        print_json(ctx, response)
+    else:
+        ctx.say(f"no change: {unchanged(response)}; nothing was started.")
     return EXIT_OK
 
 

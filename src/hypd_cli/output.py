@@ -106,14 +106,21 @@ def stage_elapsed(
 
 
 def stage_note(stage: dict[str, Any]) -> str:
+    """The stage's error; what a running stage waits for (its ``progress``); or a word on
+    what it found or warns of."""
     error = stage.get("error")
     if error:
         return f"{error.get('code')}: {error.get('message')}"
+    progress = stage.get("progress") or {}
+    if stage.get("status") == "RUNNING" and (progress.get("note") or progress.get("problems")):
+        return "waiting: " + (progress.get("note") or "; ".join(progress["problems"]))
     output = stage.get("output") or {}
     if "found" in output:
         return f"found {output['found']}: {', '.join(output.get('names', []))}"
     if "recorded" in output:
         return f"recorded {', '.join(output['recorded']) or 'none'}"
+    if output.get("warnings"):
+        return "warning: " + "; ".join(output["warnings"])
     return ""
 
 

@@ -29,6 +29,7 @@ from hypd_cli.api_client import (
     endpoint_from_stack,
     is_local_endpoint,
     region_of_endpoint,
+    started,
 )
 
 ACCESS_KEY = "AKIDEXAMPLE"
@@ -73,7 +74,7 @@ def fake_api() -> Iterator[FakeApi]:
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_POST = _answer  # noqa: N815 - http.server's naming
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer  # noqa: N815 - http.server's naming
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -332,3 +333,56 @@ def test_a_missing_stack_or_output_is_a_configuration_error(
 ) -> None:
     with pytest.raises(ApiConfigError, match=message):
         endpoint_from_stack("hypd", cloudformation=_cloudformation(outputs, error))
+
+
+def test_the_capacity_methods_send_their_routes_with_their_bodies(fake_api: FakeApi) -> None:
+    client = ApiClient(fake_api.url)
+    group = {"name": "spot", "instanceType": "ml.g6.4xlarge", "count": 1,
+             "capacity": {"type": "spot"}}
+
+    client.list_instance_group_fields()
+    client.list_instance_groups("demo")
+    client.add_instance_group("demo", group)
+    client.update_instance_group("demo", "spot", {"count": 2})
+    client.delete_instance_group("demo", "spot")
+    client.list_nodes("demo")
+    client.list_nodes("demo", instance_group="spot")
+    client.reboot_node("demo", "i-0123456789abcdef0")
+    client.replace_node("demo", "i-0123456789abcdef0")
+    client.delete_node("demo", "i-0123456789abcdef0")
+    client.get_autoscaling("demo")
+    client.set_autoscaling("demo", {"enabled": False})
+
+    node = "/v1/clusters/demo/nodes/i-0123456789abcdef0"
+    assert [(r.method, r.target, json.loads(r.body) if r.body else None)
+            for r in fake_api.received] == [
+        ("GET", "/v1/catalog/instance-group-fields", None),
+        ("GET", "/v1/clusters/demo/instance-groups", None),
+        ("POST", "/v1/clusters/demo/instance-groups", group),
+        ("PATCH", "/v1/clusters/demo/instance-groups/spot", {"count": 2}),
+        ("DELETE", "/v1/clusters/demo/instance-groups/spot", None),
+        ("GET", "/v1/clusters/demo/nodes", None),
+        ("GET", "/v1/clusters/demo/nodes?instanceGroup=spot", None),
+        ("POST", f"{node}/reboot", None),
+        ("POST", f"{node}/replace", None),
+        ("DELETE", node, None),
+        ("GET", "/v1/clusters/demo/autoscaling", None),
+        ("PUT", "/v1/clusters/demo/autoscaling", {"enabled": False}),
+    ]
+    patch = fake_api.received[3]
+    assert patch.headers["content-type"] == "application/json"
+
+
+def test_a_change_answers_an_operation_or_changed_false(fake_api: FakeApi) -> None:
+    client = ApiClient(fake_api.url)
+    accepted = {"operationId": "op-" + "0" * 32, "status": "PENDING",
+                "kind": "update-instance-group"}
+    unchanged = {"changed": False, "instanceGroup": {"name": "spot", "count": 2}}
+
+    fake_api.reply = (202, {"Content-Type": "application/json"}, json.dumps(accepted).encode())
+    first = client.update_instance_group("demo", "spot", {"count": 2})
+    fake_api.reply = (200, {"Content-Type": "application/json"}, json.dumps(unchanged).encode())
+    second = client.update_instance_group("demo", "spot", {"count": 2})
+
+    assert (first, started(first)) == (accepted, True)
+    assert (second, started(second)) == (unchanged, False)

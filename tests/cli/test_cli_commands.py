@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hypd_cli.api_client import ApiError, ApiUnreachable
+from hypd_cli.api_client import ApiClient, ApiError, ApiUnreachable
 from hypd_cli.cli import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -26,9 +26,11 @@ from hypd_cli.cli import (
     Context,
     run_command,
 )
-from hypd_cli.clusters import create_cluster, parse_group
+from hypd_cli.clusters import create_cluster
+from hypd_cli.group_flags import parse_group
 from hypd_cli.main import build_parser
 from hypd_cli.operations import watch_command
+from hypd_cli.output import stage_note
 from tests.cli.conftest import RunCli, ThreadStream
 
 OPERATION_ID = "op-" + "a" * 32
@@ -272,7 +274,8 @@ def test_usage_errors_exit_2(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -
     assert run_cli("clusters", "list", "--output", "yaml").code == EXIT_USAGE
     assert run_cli("ops", "watch").code == EXIT_USAGE  # no ID
     assert run_cli("ops", "watch", OPERATION_ID, "--interval", "0").code == EXIT_USAGE
-    assert run_cli("nodes").code == EXIT_USAGE
+    assert run_cli("widgets").code == EXIT_USAGE
+    assert run_cli("nodes").code == EXIT_USAGE  # a group without its command: its help
 
     monkeypatch.delenv("HYPD_ENDPOINT", raising=False)
     no_endpoint = run_cli("clusters", "list")
@@ -322,3 +325,201 @@ def test_thread_stream_keeps_only_the_owner_threads_writes() -> None:
     other.join()
 
     assert stream.getvalue() == "mine\n"
+
+
+# -- capacity commands against canned answers ------------------------------------------------------
+ACCEPTED = {"operationId": OPERATION_ID, "status": "PENDING", "kind": "update-instance-group"}
+NODE = "i-0123456789abcdef0"
+
+
+class CannedApi(ApiClient):
+    """The real client (route table, typed methods) over canned answers instead of HTTP: records
+    (method, path, query, body) of each request."""
+
+    def __init__(self, *answers: dict[str, Any] | ApiError) -> None:
+        super().__init__("http://127.0.0.1:9/v1")
+        self.answers = list(answers)
+        self.sent: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+
+    def request(self, method: str, path: str, *, query: dict[str, Any] | None = None,
+                body: dict[str, Any] | None = None,
+                operation_id: str | None = None) -> dict[str, Any]:
+        self.sent.append((method, path, query or {}, body))
+        answer = self.answers.pop(0) if self.answers else ACCEPTED
+        if isinstance(answer, ApiError):
+            raise answer
+        return answer
+
+
+@pytest.fixture
+def canned(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CannedApi]:
+    """``canned(answer, ...)``: the CLI's client for the next runs."""
+
+    def install(*answers: dict[str, Any] | ApiError) -> CannedApi:
+        client = CannedApi(*answers)
+        monkeypatch.setattr("hypd_cli.cli.client_from_args", lambda args: client)
+        return client
+
+    return install
+
+
+def test_groups_add_sends_the_group_from_flags_or_a_file(
+    run_cli: RunCli, canned: Callable[..., CannedApi], tmp_path: Path
+) -> None:
+    client = canned()
+
+    added = run_cli("groups", "add", "demo", "--group",
+                    "name=spot,type=ml.g6.4xlarge,count=2,capacity=spot,dedicated-subnet=true",
+                    "--zone", "us-west-2b", "--label", "team=ml", "--label", "tier=a",
+                    "--taint", "dedicated=ml:NoSchedule", "--taint", "spot:NoExecute",
+                    "--deep-health-check", "InstanceStress")
+
+    assert added.code == EXIT_OK, added.text
+    assert client.sent == [("POST", "/clusters/demo/instance-groups", {}, {
+        "name": "spot", "instanceType": "ml.g6.4xlarge", "count": 2,
+        "capacity": {"type": "spot"}, "dedicatedSubnet": True,
+        "labels": {"team": "ml", "tier": "a"},
+        "taints": [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"},
+                   {"key": "spot", "effect": "NoExecute"}],
+        "deepHealthChecks": ["InstanceStress"], "availabilityZone": "us-west-2b",
+    })]
+    assert (f"Adding instance group spot to cluster demo: operation {OPERATION_ID} (PENDING)"
+            in added.out)
+    assert f"Follow it: hypd ops watch {OPERATION_ID}" in added.out
+
+    body = {"name": "cpu", "instanceType": "ml.c5.2xlarge", "count": 1,
+            "capacity": {"type": "on-demand"}}
+    (tmp_path / "group.json").write_text(json.dumps(body))
+    as_json = run_cli("groups", "add", "demo", "--from-file", str(tmp_path / "group.json"),
+                      "-o", "json")
+    assert json.loads(as_json.out) == ACCEPTED  # exactly the API's answer
+    assert client.sent[-1][3] == body
+
+    both = run_cli("groups", "add", "demo", "--from-file", "-", "--label", "a=b")
+    assert both.code == EXIT_USAGE
+    assert "--from-file gives the whole request; drop --label" in both.err
+    assert run_cli("groups", "add", "demo", "--zone", "us-west-2a").code == EXIT_USAGE
+    assert len(client.sent) == 2
+
+
+def test_scale_and_update_send_only_what_is_given_and_say_when_nothing_changes(
+    run_cli: RunCli, canned: Callable[..., CannedApi]
+) -> None:
+    unchanged = {"changed": False, "instanceGroup": {"name": "spot", "count": 3,
+                                                      "currentCount": 3}}
+    client = canned(unchanged, ACCEPTED, unchanged)
+
+    scaled = run_cli("groups", "scale", "demo", "spot", "3", "--wait")
+    updated = run_cli("groups", "update", "demo", "spot", "--min-count", "1",
+                      "--taint", "a=b:NoSchedule")
+    as_json = run_cli("groups", "update", "demo", "spot", "--count", "3", "-o", "json")
+
+    patch = "/clusters/demo/instance-groups/spot"
+    assert client.sent == [
+        ("PATCH", patch, {}, {"count": 3}),
+        ("PATCH", patch, {}, {"minCount": 1,
+                              "taints": [{"key": "a", "value": "b", "effect": "NoSchedule"}]}),
+        ("PATCH", patch, {}, {"count": 3}),
+    ]
+    assert scaled.code == EXIT_OK
+    assert scaled.calls == ["updateInstanceGroup"]  # nothing started: nothing to wait for
+    assert ("no change: instance group spot of cluster demo already matches the request "
+            "(count 3, 3 up); nothing was started.") in scaled.out
+    assert (f"Updating instance group spot of cluster demo: operation {OPERATION_ID}"
+            in updated.out)
+    assert json.loads(as_json.out) == unchanged
+    assert as_json.err == ""
+
+    nothing = run_cli("groups", "update", "demo", "spot")
+    assert nothing.code == EXIT_USAGE
+    assert "give at least one of --count, --min-count, --label, --taint" in nothing.err
+    assert run_cli("groups", "scale", "demo", "spot", "many").code == EXIT_USAGE
+    assert len(client.sent) == 3
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--label", "team", "--label 'team': expected KEY=VALUE"),
+        ("--label", "=ml", "expected KEY=VALUE"),
+        ("--taint", "gpu", "--taint 'gpu': expected KEY=VALUE:EFFECT or KEY:EFFECT"),
+        ("--taint", ":NoSchedule", "expected KEY=VALUE:EFFECT"),
+        ("--taint", "gpu=true:", "expected KEY=VALUE:EFFECT"),
+    ],
+)
+def test_bad_labels_and_taints_are_usage_errors(
+    run_cli: RunCli, canned: Callable[..., CannedApi], flag: str, value: str, message: str
+) -> None:
+    client = canned()
+
+    run = run_cli("groups", "update", "demo", "spot", flag, value)
+
+    assert run.code == EXIT_USAGE
+    assert message in run.err
+    assert client.sent == []
+
+
+def test_node_commands_and_autoscaling_send_their_routes(
+    run_cli: RunCli, canned: Callable[..., CannedApi]
+) -> None:
+    off = {"changed": False, "autoscaling": {"tag": "demo", "enabled": False}}
+    client = canned({"tag": "demo", "nodes": []}, ACCEPTED, ACCEPTED, ACCEPTED, ACCEPTED, off)
+
+    runs = [
+        run_cli("nodes", "list", "demo", "--group", "spot"),
+        run_cli("nodes", "reboot", "demo", NODE),
+        run_cli("nodes", "replace", "demo", NODE),
+        run_cli("nodes", "delete", "demo", NODE),
+        run_cli("autoscaling", "enable", "demo", "--group", "a", "--group", "b",
+                "--consolidate-after", "10m", "--consolidation-policy", "WhenEmpty"),
+        run_cli("autoscaling", "disable", "demo"),
+    ]
+
+    assert [r.code for r in runs] == [EXIT_OK] * 6
+    node = f"/clusters/demo/nodes/{NODE}"
+    assert client.sent == [
+        ("GET", "/clusters/demo/nodes", {"instanceGroup": "spot"}, None),
+        ("POST", f"{node}/reboot", {}, None),
+        ("POST", f"{node}/replace", {}, None),
+        ("DELETE", node, {}, None),
+        ("PUT", "/clusters/demo/autoscaling", {}, {
+            "enabled": True, "instanceGroups": ["a", "b"], "consolidateAfter": "10m",
+            "consolidationPolicy": "WhenEmpty"}),
+        ("PUT", "/clusters/demo/autoscaling", {}, {"enabled": False}),
+    ]
+    assert f"Rebooting node {NODE} of cluster demo: operation {OPERATION_ID}" in runs[1].out
+    assert f"Deleting node {NODE} of cluster demo" in runs[3].out
+    assert ("no change: autoscaling of cluster demo is already off; nothing was started."
+            in runs[5].out)
+    bad_policy = run_cli("autoscaling", "enable", "demo", "--consolidation-policy", "Always")
+    assert bad_policy.code == EXIT_USAGE
+
+
+def test_a_change_refused_while_another_runs_says_how_to_follow_that_one(
+    run_cli: RunCli, canned: Callable[..., CannedApi]
+) -> None:
+    canned(ApiError(409, "Conflict", f"operation {OPERATION_ID} is already in progress for "
+                    "cluster#demo", {"operationId": OPERATION_ID, "scope": "cluster#demo"},
+                    "deleteInstanceGroup"))
+
+    refused = run_cli("groups", "delete", "demo", "spot", "--endpoint", "http://127.0.0.1:9/v1")
+
+    assert refused.code == EXIT_FAILED
+    assert refused.err.splitlines() == [
+        "An error occurred (Conflict) when calling the deleteInstanceGroup operation (HTTP 409): "
+        f"operation {OPERATION_ID} is already in progress for cluster#demo",
+        f"Follow it: hypd ops watch {OPERATION_ID} --endpoint http://127.0.0.1:9/v1",
+    ]
+
+
+def test_a_stage_note_says_what_a_running_stage_waits_for_and_what_a_stage_warns_of() -> None:
+    assert stage_note(stage("hyperpod", "RUNNING", 1, progress={
+        "calls": 1, "note": "instance group spot is Updating"})) == (
+        "waiting: instance group spot is Updating")
+    assert stage_note(stage("verify", "RUNNING", 1, progress={
+        "problems": ["1 of 2 instances are up", "the group is Updating"]})) == (
+        "waiting: 1 of 2 instances are up; the group is Updating")
+    assert stage_note(stage("prerequisites", "SUCCEEDED", 1, output={
+        "warnings": ["instance group spot has 2 instances"]})) == (
+        "warning: instance group spot has 2 instances")
+    assert stage_note(stage("hyperpod", "SUCCEEDED", 1, progress={"note": "done"})) == ""

@@ -3,6 +3,7 @@ operation is reachable from the CLI, and the client's route table is the documen
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from hypd_cli.main import build_parser
 
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
-API_GROUPS = {"clusters", "ops", "catalog"}
+API_GROUPS = {"clusters", "groups", "nodes", "autoscaling", "ops", "catalog"}
 
 
 def document_operations() -> dict[str, dict[str, Any]]:
@@ -31,6 +32,7 @@ def document_operations() -> dict[str, dict[str, Any]]:
                 "query": {p["name"] for p in parameters if p["in"] == "query"},
                 "path_params": {p["name"] for p in parameters if p["in"] == "path"},
                 "body": "requestBody" in operation,
+                "starts": "202" in operation["responses"],
             }
     return found
 
@@ -67,3 +69,22 @@ def test_the_clients_routes_are_the_documents() -> None:
         assert set(route.query) == documented["query"], operation_id
         assert set(route.path_params) == documented["path_params"], operation_id
         assert route.has_body == documented["body"], operation_id
+
+
+def test_every_command_that_starts_an_operation_can_wait_for_it() -> None:
+    operations = document_operations()
+    parser = build_parser()
+
+    for command, operation_id in COMMANDS.items():
+        # ops cancel answers 202 too, but stops an operation rather than starting one.
+        if operations[operation_id]["starts"] and command != "ops cancel":
+            options = {a.dest for a in leaf_parser(parser, command)._actions}
+            assert {"wait", "interval", "timeout"} <= options, f"hypd {command}: no --wait"
+
+
+def leaf_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of ``command`` (e.g. "groups add")."""
+    for word in command.split():
+        (subparsers,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = subparsers.choices[word]
+    return parser

@@ -48,8 +48,9 @@ def text_of(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
-async def call(session: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool that must succeed; its structured result (the API's response)."""
+async def call(session: ClientSession, name: str, /, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; its structured result (the API's response). The tool's
+    arguments may include one called ``name`` (an instance group's)."""
     result = await session.call_tool(name, arguments)
     assert isinstance(result, types.CallToolResult)
     assert not result.is_error, f"{name} failed: {text_of(result)}"
@@ -59,7 +60,7 @@ async def call(session: ClientSession, name: str, **arguments: Any) -> dict[str,
     return structured
 
 
-async def call_error(session: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
+async def call_error(session: ClientSession, name: str, /, **arguments: Any) -> dict[str, Any]:
     """Call a tool that must fail; its error (status, code, message, details)."""
     result = await session.call_tool(name, arguments)
     assert isinstance(result, types.CallToolResult)

@@ -12,7 +12,7 @@ from hypd.clusters.create_request import CreateClusterRequest
 from hypd_cli.main import main
 from hypd_cli.mcp_server import GUIDE_PROMPT, GUIDE_URI, agent_guide
 from tests.mcp.conftest import call_error, mcp_session
-from tests.mcp.test_tools import TOOLS
+from tests.mcp.test_tools import ROOT, TOOLS
 
 
 def unused_endpoint() -> str:
@@ -39,6 +39,9 @@ async def test_the_session_lists_one_tool_per_operation_with_typed_schemas() -> 
     assert tools["cluster_get"].input_schema["required"] == ["tag"]
     wait = tools["operation_get_status"].input_schema["properties"]["wait_seconds"]
     assert (wait["type"], wait["maximum"]) == ("integer", 300)
+    assert tools["instance_group_update"].input_schema["required"] == ["tag", "name"]
+    assert tools["instance_group_delete"].annotations is not None
+    assert tools["instance_group_delete"].annotations.destructive_hint is True
     for tool in tools.values():
         assert tool.description
         assert tool.input_schema["type"] == "object"
@@ -50,8 +53,13 @@ async def test_the_session_lists_one_tool_per_operation_with_typed_schemas() -> 
 async def test_the_agent_guide_is_served_as_instructions_resource_and_prompt() -> None:
     guide = agent_guide()
     for rule in ("Look before you create", "decision-grade", "terminal state",
-                 "Resume, never recreate", "ClusterExists"):
+                 "Resume, never recreate", "ClusterExists", "Never try to change a create-time "
+                 "field", "ImmutableField", "Poll every returned operation", "changed: false"):
         assert rule in guide
+    for tool in TOOLS:  # the guide's table names every tool
+        assert f"| `{tool}` |" in guide
+    # docs/agent-guide.md (a link) is the packaged guide, for readers of the repository.
+    assert (ROOT / "docs" / "agent-guide.md").read_text() == guide
 
     async with mcp_session(unused_endpoint()) as session:
         instructions = session.instructions

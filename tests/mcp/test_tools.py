@@ -1,5 +1,7 @@
 """The MCP tools against the REST API's contract: one tool per operation of docs/openapi.json,
-schemas from the API's pydantic models, and how operation_get_status waits (no subprocess)."""
+schemas from the API's pydantic models (a body's tool takes the path parameters beside the
+body's fields; a change the API may find made answers either model), and how
+operation_get_status waits (no subprocess)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 
-from hypd.api.models import OperationView
+from hypd.api.models import (
+    AutoscalingUnchanged,
+    InstanceGroupUnchanged,
+    OperationAccepted,
+    OperationView,
+)
+from hypd.capacity.requests import AddInstanceGroupRequest, UpdateInstanceGroupRequest
 from hypd.clusters.create_request import CreateClusterRequest
 from hypd_cli.api_client import ROUTES, ApiError, ApiUnreachable
 from hypd_cli.mcp_server import (
@@ -37,7 +46,20 @@ TOOLS = {
     "catalog_availability_zones": "listAvailabilityZones",
     "catalog_instance_types": "listInstanceTypes",
     "catalog_training_plans": "listTrainingPlans",
+    "catalog_instance_group_fields": "listInstanceGroupFields",
+    "instance_group_list": "listInstanceGroups",
+    "instance_group_add": "addInstanceGroup",
+    "instance_group_update": "updateInstanceGroup",
+    "instance_group_delete": "deleteInstanceGroup",
+    "node_list": "listNodes",
+    "node_reboot": "rebootNode",
+    "node_replace": "replaceNode",
+    "node_delete": "deleteNode",
+    "autoscaling_get": "getAutoscaling",
+    "autoscaling_set": "setAutoscaling",
 }
+DESTRUCTIVE = {"operation_cancel", "instance_group_update", "instance_group_delete",
+               "node_reboot", "node_replace", "node_delete", "autoscaling_set"}
 
 
 def committed_document() -> dict[str, Any]:
@@ -96,6 +118,8 @@ def test_each_tool_is_documented_from_its_operation() -> None:
         assert f"{tool.method} {tool.path}" in mcp_tool.description
         assert mcp_tool.annotations is not None
         assert mcp_tool.annotations.read_only_hint is (tool.method == "GET")
+        if tool.method != "GET":
+            assert mcp_tool.annotations.destructive_hint is (tool.name in DESTRUCTIVE)
 
 
 def test_input_schemas_come_from_the_apis_models_and_parameters() -> None:
@@ -131,6 +155,54 @@ def test_input_schemas_come_from_the_apis_models_and_parameters() -> None:
     )
 
 
+def test_a_body_tool_takes_its_path_parameters_beside_the_bodys_fields() -> None:
+    document = committed_document()
+    tools = {t.name: t for t in bind_tools(document)}
+
+    update = tools["instance_group_update"].input_schema
+    body = UpdateInstanceGroupRequest.model_json_schema(by_alias=True)
+    assert list(update["properties"])[:2] == ["tag", "name"]
+    assert update["required"] == ["tag", "name"]
+    # The body's fields as the API validates them; its `name` (which can only restate the
+    # path's) gives way to the path parameter.
+    assert {k: v for k, v in update["properties"].items() if k not in ("tag", "name")} == {
+        k: v for k, v in body["properties"].items() if k != "name"}
+    parameter = document["paths"]["/clusters/{tag}/instance-groups/{name}"]["patch"][
+        "parameters"][1]
+    assert update["properties"]["name"]["pattern"] == parameter["schema"]["pattern"]
+    assert update["additionalProperties"] is False
+    assert update["$defs"] == body["$defs"]
+
+    add = tools["instance_group_add"].input_schema
+    assert add["required"] == ["tag", *AddInstanceGroupRequest.model_json_schema(
+        by_alias=True)["required"]]
+    assert set(tools["autoscaling_set"].input_schema["required"]) == {"tag", "enabled"}
+
+
+def test_a_change_that_may_be_found_made_answers_either_model() -> None:
+    tools = {t.name: t for t in bind_tools(committed_document())}
+
+    for name, unchanged in (("instance_group_update", InstanceGroupUnchanged),
+                            ("autoscaling_set", AutoscalingUnchanged)):
+        schema = tools[name].output_schema
+        assert schema["type"] == "object"
+        assert schema["anyOf"] == [{"$ref": "#/$defs/OperationAccepted"},
+                                   {"$ref": f"#/$defs/{unchanged.__name__}"}]
+        validator = Draft202012Validator(schema)
+        validator.validate({"operationId": OPERATION_ID, "status": "PENDING",
+                            "kind": "update-instance-group"})
+        assert not validator.is_valid({"changed": False})
+    unchanged_group = InstanceGroupUnchanged.model_validate({
+        "changed": False, "instanceGroup": {
+            "name": "spot", "instanceType": "ml.g6.4xlarge", "count": 2, "currentCount": 2,
+            "capacity": {"type": "spot"}, "efaOnly": False, "subnetIds": ["subnet-1"],
+            "dedicatedSubnet": False}})
+    Draft202012Validator(tools["instance_group_update"].output_schema).validate(
+        unchanged_group.model_dump(mode="json", by_alias=True))
+    assert tools["instance_group_add"].output_schema == OperationAccepted.model_json_schema(
+        by_alias=True, mode="serialization")
+
+
 def test_a_tool_whose_model_disagrees_with_the_api_is_refused() -> None:
     document = committed_document()
     wrong_body = ToolSpec("x", "discoverClusters", TOOL_SPECS[3].response,
@@ -142,6 +214,11 @@ def test_a_tool_whose_model_disagrees_with_the_api_is_refused() -> None:
         bind_tools(document, [wrong_response])
     with pytest.raises(ValueError, match="no operation deleteCluster"):
         bind_tools(document, [ToolSpec("x", "deleteCluster", TOOL_SPECS[0].response)])
+    unchanged_missing = ToolSpec("x", "updateInstanceGroup", OperationAccepted,
+                                 body=UpdateInstanceGroupRequest)
+    with pytest.raises(ValueError, match="answers InstanceGroupUnchanged or OperationAccepted, "
+                       "not OperationAccepted"):
+        bind_tools(document, [unchanged_missing])
 
 
 # ------------------------------------------------------------------ operation_get_status waits
@@ -270,6 +347,7 @@ async def test_an_api_error_while_waiting_is_a_tool_error(bound: list[Any]) -> N
     [
         ("cluster_get", {}, "tag: this argument is required"),
         ("cluster_get", {"tag": "a", "name": "b"}, "unknown argument(s) name"),
+        ("instance_group_update", {"tag": "a", "count": 2}, "name: this argument is required"),
         ("operation_get_status", {"operationId": OPERATION_ID, "wait_seconds": "soon"},
          "wait_seconds: expected a number"),
     ],
@@ -298,6 +376,10 @@ async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[A
     await tools.call("operation_retry", {"operationId": OPERATION_ID})
     await tools.call("cluster_create", {"tag": "demo"})
     await tools.call("cluster_discover", {})
+    await tools.call("instance_group_update", {"tag": "demo", "name": "spot", "count": 2})
+    await tools.call("autoscaling_set", {"tag": "demo", "enabled": False})
+    await tools.call("node_list", {"tag": "demo", "instanceGroup": "spot"})
+    await tools.call("node_delete", {"tag": "demo", "nodeId": "i-0123456789abcdef0"})
 
     assert client.calls == [
         ("getCluster", {"tag": "a/b"}, None),
@@ -305,6 +387,10 @@ async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[A
         ("retryOperation", {"operationId": OPERATION_ID}, None),
         ("createCluster", {}, {"tag": "demo"}),
         ("discoverClusters", {}, {}),
+        ("updateInstanceGroup", {"tag": "demo", "name": "spot"}, {"count": 2}),
+        ("setAutoscaling", {"tag": "demo"}, {"enabled": False}),
+        ("listNodes", {"tag": "demo", "instanceGroup": "spot"}, None),
+        ("deleteNode", {"tag": "demo", "nodeId": "i-0123456789abcdef0"}, None),
     ]
 
 

@@ -444,12 +444,13 @@ def services_for(table: Table, sfn: FakeStepFunctions) -> ApiServices:
         clusters=ClusterStore(table),
         locks=LockStore(table),
         sfn_client=lambda: sfn,
-        discover_state_machine_arn=None,
         ec2_client=unused,
         sagemaker_client=unused,
-        create_cluster_state_machine_arn=(
-            f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:CreateClusterStateMachine-unit"
-        ),
+        state_machines={
+            OperationKind.CREATE_CLUSTER: (
+                f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:CreateClusterStateMachine-unit"
+            )
+        },
     )
 
 

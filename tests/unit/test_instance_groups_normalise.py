@@ -25,8 +25,8 @@ from hypd.instance_groups import (
     FIXED_MEMBERS,
     MUTABLE_MEMBERS,
     RESUBMITTED_MEMBERS,
+    changed_groups,
     resubmittable_group,
-    scale_groups,
 )
 from hypd.instance_groups.normalise import (
     AUTO_PATCH_CONFIG_MEMBERS,
@@ -445,22 +445,20 @@ def test_the_spec_shares_nothing_with_the_details() -> None:
     assert details == worker_details()
 
 
-# ---------------------------------------------------------------------------- scale_groups
-def test_scaling_one_group_resubmits_every_group_and_changes_only_its_count() -> None:
+# ---------------------------------------------------------------------------- changed_groups
+def test_scaling_one_group_resubmits_that_group_alone_and_changes_only_its_count() -> None:
     other = worker_details(InstanceGroupName="system", InstanceType="ml.m5.xlarge", TargetCount=2)
     described = cluster(worker_details(), other)
     snapshot = copy.deepcopy(described)
 
-    groups = scale_groups(described, {"workers": {"InstanceCount": 8}})
+    groups = changed_groups(described, {"workers": {"InstanceCount": 8}})
 
-    assert [g["InstanceGroupName"] for g in groups] == ["workers", "system"]
-    assert groups[0] == {**resubmittable_group(worker_details()), "InstanceCount": 8}
-    assert groups[1] == resubmittable_group(other)
+    assert groups == [{**resubmittable_group(worker_details()), "InstanceCount": 8}]
     assert described == snapshot
 
 
-def test_no_changes_resubmits_the_groups_as_described() -> None:
-    assert scale_groups(cluster(worker_details()), {}) == [resubmittable_group(worker_details())]
+def test_no_changes_resubmit_nothing() -> None:
+    assert changed_groups(cluster(worker_details()), {}) == []
 
 
 @pytest.mark.parametrize(
@@ -482,7 +480,7 @@ def test_no_changes_resubmits_the_groups_as_described() -> None:
     ],
 )
 def test_mutable_changes(change: dict[str, Any], expected: dict[str, Any]) -> None:
-    [group] = scale_groups(cluster(worker_details()), {"workers": change})
+    [group] = changed_groups(cluster(worker_details()), {"workers": change})
     before = resubmittable_group(worker_details())
     assert {k: v for k, v in group.items() if before.get(k) != v} == {
         k: v for k, v in expected.items() if v is not None
@@ -504,7 +502,7 @@ def test_mutable_changes(change: dict[str, Any], expected: dict[str, Any]) -> No
 )
 def test_a_change_to_a_create_time_member_is_refused(member: str, value: Any) -> None:
     with pytest.raises(ValidationError) as raised:
-        scale_groups(cluster(worker_details()), {"workers": {"InstanceCount": 5, member: value}})
+        changed_groups(cluster(worker_details()), {"workers": {"InstanceCount": 5, member: value}})
     assert member in raised.value.message
     assert "fixed at creation" in raised.value.message
     assert raised.value.details == {"instanceGroup": "workers", "field": member}
@@ -527,14 +525,14 @@ def test_a_change_to_a_create_time_member_is_refused(member: str, value: Any) ->
 )
 def test_invalid_changes_are_refused(change: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError) as raised:
-        scale_groups(cluster(worker_details()), {"workers": change})
+        changed_groups(cluster(worker_details()), {"workers": change})
     assert field in raised.value.message
     assert raised.value.details["field"] == field
 
 
 def test_a_group_the_cluster_lacks_is_not_found() -> None:
     with pytest.raises(NotFoundError, match="ghost"):
-        scale_groups(cluster(worker_details()), {"ghost": {"InstanceCount": 1}})
+        changed_groups(cluster(worker_details()), {"ghost": {"InstanceCount": 1}})
 
 
 # ---------------------------------------------------------------------------- property
@@ -552,25 +550,25 @@ def test_scaling_one_group_leaves_every_other_field_of_every_group_unchanged(
     described = cluster(*groups)
     snapshot = copy.deepcopy(described)
 
-    out = scale_groups(described, {target: {"InstanceCount": count}})
+    out = changed_groups(described, {target: {"InstanceCount": count}})
 
     assert described == snapshot  # the input is never mutated
-    assert [g["InstanceGroupName"] for g in out] == [g["InstanceGroupName"] for g in groups]
-    for details, group in zip(groups, out, strict=True):
-        assert spec_errors(group) == []
-        scaled = details["InstanceGroupName"] == target
-        # through the allowlist: every member is what the described group implies
-        for member, rule in RESUBMITTED_MEMBERS.items():
-            if scaled and member == "InstanceCount":
-                assert group["InstanceCount"] == count
-            else:
-                assert group.get(member) == rule.derive(details), member
-        # and independently of it: carried members equal the described values
-        for member, source in VERBATIM.items():
-            if scaled and member == "InstanceCount":
-                continue
+    # only the scaled group is resubmitted: UpdateCluster leaves unlisted groups as they are
+    [group] = out
+    details = next(g for g in groups if g["InstanceGroupName"] == target)
+    assert group["InstanceGroupName"] == target
+    assert spec_errors(group) == []
+    # through the allowlist: every member is what the described group implies
+    for member, rule in RESUBMITTED_MEMBERS.items():
+        if member == "InstanceCount":
+            assert group["InstanceCount"] == count
+        else:
+            assert group.get(member) == rule.derive(details), member
+    # and independently of it: carried members equal the described values
+    for member, source in VERBATIM.items():
+        if member != "InstanceCount":
             assert group.get(member) == details.get(source), member
-        assert set(group) <= set(RESUBMITTED_MEMBERS)
+    assert set(group) <= set(RESUBMITTED_MEMBERS)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

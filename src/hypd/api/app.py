@@ -8,9 +8,14 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 from hypd import __version__
-from hypd.api import catalog, clusters, operations
+from hypd.api import capacity, catalog, clusters, operations
 from hypd.api.errors import ERROR_RESPONSES, register_error_handlers
-from hypd.api.models import ErrorBody, OperationAccepted
+from hypd.api.models import (
+    AutoscalingUnchanged,
+    ErrorBody,
+    InstanceGroupUnchanged,
+    OperationAccepted,
+)
 from hypd.api.services import ApiServices
 
 TITLE = "hypd"
@@ -25,6 +30,7 @@ def build_app(services: ApiServices) -> APIGatewayRestResolver:
     app.include_router(clusters.build_router(services))
     app.include_router(operations.build_router(services))
     app.include_router(catalog.build_router(services))
+    app.include_router(capacity.build_router(services))
     register_error_handlers(app)
     return app
 
@@ -35,11 +41,13 @@ def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
         app.get_openapi_json_schema(title=TITLE, version=__version__, description=DESCRIPTION)
     )
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    for model in (ErrorBody, OperationAccepted):
-        schemas.setdefault(
-            model.__name__,
-            model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}"),
+    for model in (ErrorBody, OperationAccepted, InstanceGroupUnchanged, AutoscalingUnchanged):
+        schema = model.model_json_schema(
+            by_alias=True, ref_template="#/components/schemas/{model}"
         )
+        for name, nested in schema.pop("$defs", {}).items():
+            schemas.setdefault(name, nested)
+        schemas.setdefault(model.__name__, schema)
     for path_item in document.get("paths", {}).values():
         for operation in path_item.values():
             responses = operation.setdefault("responses", {})

@@ -19,6 +19,8 @@ from hypd.api.models import (
     AvailabilityZoneList,
     AvailabilityZoneView,
     GpuView,
+    InstanceGroupFieldList,
+    InstanceGroupFieldView,
     InstanceTypeList,
     InstanceTypeView,
     NeuronDeviceView,
@@ -37,7 +39,12 @@ from hypd.catalog.instance_types import (
     merge_offerings,
 )
 from hypd.catalog.models import HyperPodInstanceType, InstanceTypeFacts, TrainingPlan
-from hypd.clusters.create_request import CreateClusterRequest, TrainingPlanCapacity
+from hypd.clusters.create_request import (
+    CreateClusterRequest,
+    InstanceGroupRequest,
+    TrainingPlanCapacity,
+)
+from hypd.instance_groups.fields import GROUP_FIELDS
 
 TAGS = ["catalog"]
 READ_ERRORS = {400: ERROR_RESPONSES[400], 503: ERROR_RESPONSES[503]}
@@ -129,6 +136,37 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         plans = training_plans(services.sagemaker_client())
         return TrainingPlanList(training_plans=[training_plan_view(p) for p in plans])
 
+    @router.get(
+        "/catalog/instance-group-fields",
+        summary="List the fields of an instance group: which a PATCH may change, and why not",
+        description=(
+            "Every field of the group body of POST /clusters and POST /clusters/{tag}/"
+            "instance-groups, the SageMaker members it maps to, whether PATCH "
+            "/clusters/{tag}/instance-groups/{name} may change it, and for a create-time field "
+            "why not and what to do instead."
+        ),
+        operation_id="listInstanceGroupFields",
+        tags=TAGS,
+        responses={
+            200: json_response("InstanceGroupFieldList", "The instance-group fields."),
+            400: ERROR_RESPONSES[400],
+        },
+    )
+    def list_instance_group_fields() -> InstanceGroupFieldList:
+        return InstanceGroupFieldList(
+            fields=[
+                InstanceGroupFieldView(
+                    name=field.name,
+                    sagemaker_members=list(field.members),
+                    mutable=field.mutable,
+                    description=field.description,
+                    reason=field.reason,
+                    instead=field.instead or None,
+                )
+                for field in GROUP_FIELDS
+            ]
+        )
+
     return router
 
 
@@ -170,12 +208,18 @@ class CreateCatalog:
 
 
 def catalog_for_create(services: ApiServices, request: CreateClusterRequest) -> CreateCatalog:
-    """Read the catalogue a create request needs: the zones, the offerings of its instance
-    types, the facts of the types of its EFA-only groups, and the training plans only when a
-    group uses one."""
+    """Read the catalogue a create request needs (see `catalog_for_groups`)."""
+    return catalog_for_groups(services, request.instance_groups)
+
+
+def catalog_for_groups(
+    services: ApiServices, groups: Sequence[InstanceGroupRequest]
+) -> CreateCatalog:
+    """Read the catalogue new groups need: the zones, the offerings of their instance types,
+    the facts of the types of EFA-only groups, and the training plans only when a group uses
+    one."""
     client = services.ec2_client()
     zones = [z.name for z in ec2_api.list_availability_zones(client)]
-    groups = request.instance_groups
     requested = sorted({g.instance_type for g in groups})
     offered = offered_types(client, requested, zones)
     efa_types = sorted({g.instance_type for g in groups if g.efa_only})

@@ -13,6 +13,7 @@ from hypd.clusters.models import (
     EksCluster,
     HyperPodCluster,
 )
+from hypd.instance_groups.views import InstanceGroupView
 from hypd.operations.models import (
     OPERATION_ID_PATTERN,
     OperationKind,
@@ -227,3 +228,78 @@ class TrainingPlanView(ApiModel):
 
 class TrainingPlanList(ApiModel):
     training_plans: list[TrainingPlanView] = Field(alias="trainingPlans")
+
+
+# ---------------------------------------------------------------- capacity
+class InstanceGroupList(ApiModel):
+    tag: str
+    cluster_status: str = Field(alias="clusterStatus", description="HyperPod's ClusterStatus.")
+    instance_groups: list[InstanceGroupView] = Field(alias="instanceGroups")
+
+
+class InstanceGroupUnchanged(ApiModel):
+    """A PATCH that matches the group: nothing was started."""
+
+    changed: bool = Field(description="Always false: the request matches the group.")
+    instance_group: InstanceGroupView = Field(alias="instanceGroup")
+
+
+class NodeView(ApiModel):
+    node_id: str = Field(alias="nodeId")
+    instance_group: str = Field(alias="instanceGroup")
+    instance_type: str | None = Field(default=None, alias="instanceType")
+    status: str | None = Field(default=None, description="HyperPod's InstanceStatus.Status.")
+    message: str | None = Field(default=None, description="HyperPod's InstanceStatus.Message.")
+    launch_time: str | None = Field(default=None, alias="launchTime")
+    last_software_update_time: str | None = Field(default=None, alias="lastSoftwareUpdateTime")
+    private_dns_hostname: str | None = Field(default=None, alias="privateDnsHostname")
+
+
+class NodeList(ApiModel):
+    tag: str
+    nodes: list[NodeView]
+
+
+class AutoscalingView(ApiModel):
+    tag: str
+    enabled: bool = Field(description="Whether hypd has turned managed Karpenter on.")
+    status: str | None = Field(
+        default=None,
+        description="HyperPod's AutoScaling.Status (InService, Creating, Deleting, Failed); "
+        "absent when HyperPod has no autoscaling configuration.",
+    )
+    mode: str | None = Field(default=None, description="HyperPod's AutoScaling.Mode.")
+    failure_message: str | None = Field(default=None, alias="failureMessage")
+    instance_groups: list[str] = Field(default_factory=list, alias="instanceGroups")
+    consolidate_after: str | None = Field(default=None, alias="consolidateAfter")
+    consolidation_policy: str | None = Field(default=None, alias="consolidationPolicy")
+    role_arn: str | None = Field(default=None, alias="roleArn")
+    cluster_role: str | None = Field(
+        default=None, alias="clusterRole", description="The ClusterRole HyperPod names."
+    )
+    node_class: str | None = Field(default=None, alias="nodeClass")
+    node_pool: str | None = Field(default=None, alias="nodePool")
+    last_operation_id: str | None = Field(default=None, alias="lastOperationId")
+
+
+class AutoscalingUnchanged(ApiModel):
+    """A PUT that matches reality: nothing was started."""
+
+    changed: bool = Field(description="Always false: the request matches the cluster.")
+    autoscaling: AutoscalingView
+
+
+class InstanceGroupFieldView(ApiModel):
+    name: str = Field(description="The field of the group body.")
+    sagemaker_members: list[str] = Field(
+        alias="sageMakerMembers", description="The ClusterInstanceGroupSpecification members."
+    )
+    mutable: bool = Field(description="Whether PATCH /clusters/{tag}/instance-groups/{name} "
+                          "may change it.")
+    description: str
+    reason: str | None = Field(default=None, description="Why it is create-time only.")
+    instead: str | None = Field(default=None, description="What to do instead of changing it.")
+
+
+class InstanceGroupFieldList(ApiModel):
+    fields: list[InstanceGroupFieldView]

@@ -29,7 +29,6 @@ def render() -> str:
             clusters=unused,
             locks=unused,
             sfn_client=unused,
-            discover_state_machine_arn=None,
             ec2_client=unused,
             sagemaker_client=unused,
         )

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from hypd.capacity.state import AutoscalingStore
 from hypd.clusters.store import ClusterStore, CreatedClusterRecord
+from hypd.config import STATE_MACHINE_SETTINGS
 from hypd.errors import PermanentError
 from hypd.operations.locks import LockStore
 from hypd.operations.models import Operation, OperationKind
 from hypd.operations.starter import RestartRecord
 from hypd.operations.store import OperationStore
-
-STATE_MACHINE_SETTINGS = {
-    OperationKind.DISCOVER: "DISCOVER_STATE_MACHINE_ARN",
-    OperationKind.CREATE_CLUSTER: "CREATE_CLUSTER_STATE_MACHINE_ARN",
-}
-"""The environment variable that names each kind's state machine (set by template.yaml)."""
 
 
 @dataclass(frozen=True)
@@ -26,11 +22,13 @@ class ApiServices:
     clusters: ClusterStore
     locks: LockStore
     sfn_client: Callable[[], Any]
-    discover_state_machine_arn: str | None
-    # The catalogue routes' clients: created on first use (a cold start pays only for its own).
+    # The catalogue and capacity routes' clients: created on first use (a cold start pays only
+    # for its own).
     ec2_client: Callable[[], Any]
     sagemaker_client: Callable[[], Any]
-    create_cluster_state_machine_arn: str | None = None
+    state_machines: Mapping[OperationKind, str] = field(default_factory=dict)
+    """The state machine of each operation kind (`Settings.state_machines`)."""
+    autoscaling: AutoscalingStore | None = None
 
     def state_machine_arn(self, kind: OperationKind) -> str:
         """The state machine that runs operations of `kind` (the one place kinds map to ARNs).
@@ -38,10 +36,7 @@ class ApiServices:
         Raises:
             PermanentError: this function's environment does not name it.
         """
-        arn = {
-            OperationKind.DISCOVER: self.discover_state_machine_arn,
-            OperationKind.CREATE_CLUSTER: self.create_cluster_state_machine_arn,
-        }.get(kind)
+        arn = self.state_machines.get(kind)
         if not arn:
             setting = STATE_MACHINE_SETTINGS.get(kind, f"the {kind.value} state machine")
             raise PermanentError(f"{setting} is not configured for this function")
@@ -54,6 +49,11 @@ class ApiServices:
         if operation.kind is OperationKind.DISCOVER:
             return {"clusterNames": operation.input.get("clusterNames")}
         return {}
+
+    def autoscaling_store(self) -> AutoscalingStore:
+        if self.autoscaling is None:
+            raise PermanentError("the autoscaling store is not configured for this function")
+        return self.autoscaling
 
     def restart_record(self, operation: Operation) -> RestartRecord | None:
         """The record that follows an operation of this kind through a retry, if any."""

@@ -48,6 +48,8 @@ UNAVAILABLE_CODES = frozenset(
         "ServiceUnavailableException",
         "RequestTimeout",
         "RequestTimeoutException",
+        # IAM: another change to the same entity is in progress; the next attempt succeeds.
+        "ConcurrentModification",
     }
 )
 ACCESS_DENIED_CODES = frozenset(

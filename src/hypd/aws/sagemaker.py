@@ -8,9 +8,17 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hypd import clock
-from hypd.aws.errors import all_pages, code_in, error_code, unless_not_found
+from hypd.aws.errors import (
+    NETWORK_ERRORS,
+    all_pages,
+    code_in,
+    error_code,
+    translate,
+    unless_not_found,
+)
 from hypd.catalog.models import ReservedCapacity, TrainingPlan
 from hypd.clusters.models import HyperPodCluster, InstanceGroupSummary
+from hypd.errors import PermanentError, TemporaryError
 
 
 def list_cluster_names(client: Any) -> list[str]:
@@ -20,12 +28,20 @@ def list_cluster_names(client: Any) -> list[str]:
 
 def describe_cluster(client: Any, name: str) -> HyperPodCluster | None:
     """The cluster with its tags, or None if it disappeared since it was listed."""
-    cluster = unless_not_found(
+    cluster = find_cluster(client, name)
+    return None if cluster is None else to_model(cluster, list_tags(client, cluster["ClusterArn"]))
+
+
+def find_cluster(client: Any, name: str) -> dict[str, Any] | None:
+    """DescribeCluster's answer as AWS gives it (the normaliser reads it), or None."""
+    cluster: dict[str, Any] | None = unless_not_found(
         lambda: client.describe_cluster(ClusterName=name),
         f"describing HyperPod cluster {name}",
         _cluster_not_found,
     )
-    return None if cluster is None else to_model(cluster, list_tags(client, cluster["ClusterArn"]))
+    if cluster is not None:
+        cluster.pop("ResponseMetadata", None)
+    return cluster
 
 
 def _cluster_not_found(exc: ClientError) -> bool:
@@ -112,4 +128,128 @@ def training_plan(raw: dict[str, Any]) -> TrainingPlan:
             )
             for rc in raw.get("ReservedCapacitySummaries") or []
         ),
+    )
+
+
+# ---------------------------------------------------------------------------- capacity
+class ClusterBusy(TemporaryError):
+    """HyperPod refused a change because another one is in progress (ConflictException)."""
+
+    code = "ClusterBusy"
+
+
+class QuotaExceeded(PermanentError):
+    """A service quota (e.g. cluster usage of an instance type) does not allow the change."""
+
+    code = "QuotaExceeded"
+
+
+def update_cluster(client: Any, request: dict[str, Any]) -> str:
+    """UpdateCluster; returns the cluster's ARN.
+
+    Raises:
+        ClusterBusy: ConflictException (the cluster is updating; retried).
+        QuotaExceeded: ResourceLimitExceeded.
+        AwsThrottled, AwsUnavailable, AwsAccessDenied, AwsResourceNotFound, AwsRequestRejected.
+    """
+    name = request["ClusterName"]
+    action = f"updating HyperPod cluster {name}"
+    try:
+        return str(client.update_cluster(**request)["ClusterArn"])
+    except ClientError as exc:
+        code = error_code(exc)
+        if code == "ConflictException":
+            raise ClusterBusy(
+                f"{action}: {code}: {exc.response['Error'].get('Message', '')}",
+                details={"awsErrorCode": code},
+            ) from exc
+        if code == "ResourceLimitExceeded":
+            raise QuotaExceeded(
+                f"{action}: {code}: {exc.response['Error'].get('Message', '')}",
+                details={"awsErrorCode": code},
+            ) from exc
+        raise translate(exc, action) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, action) from exc
+
+
+def list_cluster_nodes(
+    client: Any, name: str, *, instance_group: str | None = None
+) -> list[dict[str, Any]]:
+    """Every node of the cluster (all pages), oldest first; optionally of one group only
+    (ListClusterNodes filters by substring: the exact group is kept)."""
+    kwargs: dict[str, Any] = {"ClusterName": name}
+    if instance_group:
+        kwargs["InstanceGroupNameContains"] = instance_group
+    nodes = all_pages(
+        client, "list_cluster_nodes", "ClusterNodeSummaries",
+        f"listing nodes of HyperPod cluster {name}", **kwargs,
+    )
+    if instance_group:
+        nodes = [n for n in nodes if n.get("InstanceGroupName") == instance_group]
+    return nodes
+
+
+def describe_cluster_node(client: Any, name: str, node_id: str) -> dict[str, Any] | None:
+    """The node's details, or None when the cluster has no such node."""
+    answer = unless_not_found(
+        lambda: client.describe_cluster_node(ClusterName=name, NodeId=node_id),
+        f"describing node {node_id} of HyperPod cluster {name}",
+        _cluster_not_found,
+    )
+    return None if answer is None else dict(answer["NodeDetails"])
+
+
+class NodeActionRefused(PermanentError):
+    """HyperPod answered a batch node call with a failure for the node."""
+
+    code = "NodeActionRefused"
+
+
+BATCH_NODE_CALLS = {
+    "reboot": "batch_reboot_cluster_nodes",
+    "replace": "batch_replace_cluster_nodes",
+    "delete": "batch_delete_cluster_nodes",
+}
+
+
+def batch_node_action(client: Any, action: str, name: str, node_id: str) -> None:
+    """Reboot, replace or delete one node (BatchRebootClusterNodes, ...).
+
+    Raises:
+        NodeActionRefused: the answer lists the node as failed (its code and message).
+        AwsThrottled, AwsUnavailable, AwsAccessDenied, AwsResourceNotFound, AwsRequestRejected.
+    """
+    what = f"{action} node {node_id} of HyperPod cluster {name}"
+    try:
+        answer = getattr(client, BATCH_NODE_CALLS[action])(ClusterName=name, NodeIds=[node_id])
+    except ClientError as exc:
+        raise translate(exc, what) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, what) from exc
+    for failure in answer.get("Failed") or []:
+        if failure.get("NodeId") == node_id:
+            code = str(failure.get("ErrorCode") or failure.get("Code") or "Failed")
+            raise NodeActionRefused(
+                f"{what}: {code}: {failure.get('Message') or 'refused'}",
+                details={"awsErrorCode": code, "nodeId": node_id},
+            )
+
+
+def list_cluster_events(
+    client: Any,
+    name: str,
+    *,
+    instance_group: str | None = None,
+    after: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The cluster's events (ListClusterEvents, all pages), newest first."""
+    kwargs: dict[str, Any] = {"ClusterName": name, "SortOrder": "Descending"}
+    if instance_group:
+        kwargs["InstanceGroupName"] = instance_group
+    if after is not None:
+        kwargs["EventTimeAfter"] = after
+    return all_pages(
+        client, "list_cluster_events", "Events", f"listing events of HyperPod cluster {name}",
+        **kwargs,
     )

@@ -39,6 +39,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from hypd.catalog.instance_types import ZONE_NAME_PATTERN, hyperpod_instance_types
 from hypd.catalog.models import InstanceTypeFacts, TrainingPlan
 from hypd.errors import ValidationError
+from hypd.instance_groups.fields import CREATE_TIME_ONLY, create_time_only
 
 # ---------------------------------------------------------------------------- limits (botocore)
 NAME_PREFIX = "hypd-"
@@ -100,7 +101,7 @@ def hyperpod_cluster_name(tag: str) -> str:
 
 
 # ---------------------------------------------------------------------------- helpers
-def _raise_at(title: str, problems: Sequence[tuple[tuple[str | int, ...], str]]) -> None:
+def raise_at(title: str, problems: Sequence[tuple[tuple[str | int, ...], str]]) -> None:
     """Raise a pydantic error for each ``(location, message)``, relative to the model validated.
 
     Raised from a model validator, pydantic prefixes each location with the model's own, so a
@@ -260,12 +261,15 @@ class InstanceGroupRequest(_Model):
         description=(
             "The group's name: 1-63 letters, digits and hyphens, starting and ending with a "
             "letter or digit (valid as a SageMaker InstanceGroupName and a Kubernetes label "
-            "value). Unique within the cluster."
+            "value). Unique within the cluster." + create_time_only("name")
         ),
+        json_schema_extra=CREATE_TIME_ONLY,
     )
     instance_type: Annotated[str, AfterValidator(_check_instance_type)] = Field(
         alias="instanceType",
-        description="A HyperPod ml.* type offered in the cluster's zone. Create-time only.",
+        description="A HyperPod ml.* type offered in the cluster's zone."
+        + create_time_only("instanceType"),
+        json_schema_extra=CREATE_TIME_ONLY,
     )
     count: int = Field(
         ge=INSTANCE_COUNT_MIN,
@@ -273,7 +277,8 @@ class InstanceGroupRequest(_Model):
         description="Number of instances (0-6758, SageMaker's InstanceCount range).",
     )
     capacity: Capacity = Field(
-        description="How the group's instances are paid for. Create-time only."
+        description="How the group's instances are paid for." + create_time_only("capacity"),
+        json_schema_extra=CREATE_TIME_ONLY,
     )
     deep_health_checks: Annotated[list[DeepHealthCheck], AfterValidator(_unique)] = Field(
         default_factory=list,
@@ -282,15 +287,18 @@ class InstanceGroupRequest(_Model):
         description=(
             "Deep health checks HyperPod runs when instances start (OnStartDeepHealthChecks). "
             "A group with deep health checks cannot have taints."
+            + create_time_only("deepHealthChecks")
         ),
+        json_schema_extra=CREATE_TIME_ONLY,
     )
     efa_only: bool = Field(
         default=False,
         alias="efaOnly",
         description=(
             "EFA-only network interfaces; only for instance types with several network cards "
-            "and EFA. Create-time only."
+            "and EFA." + create_time_only("efaOnly")
         ),
+        json_schema_extra=CREATE_TIME_ONLY,
     )
     dedicated_subnet: bool = Field(
         default=False,
@@ -298,7 +306,9 @@ class InstanceGroupRequest(_Model):
         description=(
             "Place the group in its own compute subnet (which outlives the group and is reused "
             "by a successor) instead of the shared per-zone one."
+            + create_time_only("dedicatedSubnet")
         ),
+        json_schema_extra=CREATE_TIME_ONLY,
     )
     labels: dict[str, str] = Field(
         default_factory=dict,
@@ -328,26 +338,34 @@ class InstanceGroupRequest(_Model):
 
     @model_validator(mode="after")
     def _kubernetes_config(self) -> Self:
-        problems: list[tuple[tuple[str | int, ...], str]] = []
-        for key, value in self.labels.items():
-            problem = _key_problem(key)
-            if problem:
-                problems.append((("labels", key), f"not a valid label key: {problem}"))
-            problem = _value_problem(value)
-            if problem:
-                problems.append((("labels", key), problem))
-        seen: dict[tuple[str, TaintEffect], int] = {}
-        for index, taint in enumerate(self.taints):
-            first = seen.setdefault((taint.key, taint.effect), index)
-            if first != index:
-                problems.append(
-                    (
-                        ("taints", index),
-                        f"repeats taints[{first}] (key {taint.key!r}, effect {taint.effect})",
-                    )
-                )
-        _raise_at(type(self).__name__, problems)
+        raise_at(type(self).__name__, kubernetes_problems(self.labels, self.taints))
         return self
+
+
+def kubernetes_problems(
+    labels: Mapping[str, str], taints: Sequence[Taint]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """What is wrong with a group's labels and taints, each at its location: label keys and
+    values, and taints repeating a (key, effect) pair."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for key, value in labels.items():
+        problem = _key_problem(key)
+        if problem:
+            problems.append((("labels", key), f"not a valid label key: {problem}"))
+        problem = _value_problem(value)
+        if problem:
+            problems.append((("labels", key), problem))
+    seen: dict[tuple[str, TaintEffect], int] = {}
+    for index, taint in enumerate(taints):
+        first = seen.setdefault((taint.key, taint.effect), index)
+        if first != index:
+            problems.append(
+                (
+                    ("taints", index),
+                    f"repeats taints[{first}] (key {taint.key!r}, effect {taint.effect})",
+                )
+            )
+    return problems
 
 
 class S3Storage(_Model):
@@ -454,7 +472,7 @@ class CreateClusterRequest(_Model):
                         f"{group.name!r} is already the name of instanceGroups[{seen}]",
                     )
                 )
-        _raise_at(type(self).__name__, problems)
+        raise_at(type(self).__name__, problems)
         return self
 
     @property
@@ -517,7 +535,8 @@ def _names(values: Iterable[str]) -> str:
     return ", ".join(sorted(values)) or "none"
 
 
-def _plan_available(plan: TrainingPlan) -> int | None:
+def plan_available(plan: TrainingPlan) -> int | None:
+    """The plan's instances free for new use (None when the plan does not say)."""
     if plan.available_instance_count is not None:
         return plan.available_instance_count
     if plan.total_instance_count is not None:
@@ -533,6 +552,130 @@ def _plan_zones(plan: TrainingPlan, instance_type: str) -> set[str]:
         if rc.availability_zone and rc.instance_type == instance_type
     }
     return zones or set(plan.availability_zones)
+
+
+def _at(prefix: str, name: str) -> str:
+    """A field of a group, relative to the body: ``instanceGroups[1].count`` or ``count``."""
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _usable_plan(
+    group: InstanceGroupRequest, prefix: str, training_plans: Mapping[str, TrainingPlan]
+) -> tuple[TrainingPlan | None, list[Problem]]:
+    """The group's training plan if it can be used (it exists and is Active or Scheduled),
+    with the problems found (its instance type not being the plan's is one)."""
+    assert isinstance(group.capacity, TrainingPlanCapacity)
+    arn_field = _at(prefix, "capacity.trainingPlanArn")
+    plan = training_plans.get(group.capacity.training_plan_arn)
+    if plan is None:
+        return None, [
+            Problem(
+                arn_field,
+                f"no training plan {group.capacity.training_plan_arn} in this account and "
+                "Region (see GET /catalog/training-plans)",
+            )
+        ]
+    if plan.status not in USABLE_TRAINING_PLAN_STATUSES:
+        return None, [
+            Problem(
+                arn_field,
+                f"training plan {plan.name} is {plan.status}; only Active or Scheduled "
+                "plans can be used",
+            )
+        ]
+    problems: list[Problem] = []
+    if group.instance_type not in plan.instance_types:
+        problems.append(
+            Problem(
+                _at(prefix, "instanceType"),
+                f"training plan {plan.name} reserves {_names(plan.instance_types)}, "
+                f"not {group.instance_type}",
+            )
+        )
+    return plan, problems
+
+
+def _zone_mismatch(plan: TrainingPlan, plan_zones: set[str], prefix: str, zone: str) -> Problem:
+    return Problem(
+        _at(prefix, "capacity.trainingPlanArn"),
+        f"training plan {plan.name} reserves capacity in {_names(plan_zones)}, "
+        f"not in the request's availabilityZone {zone}",
+    )
+
+
+def _zone_choice_needed(plan: TrainingPlan, plan_zones: set[str], prefix: str) -> Problem:
+    return Problem(
+        _at(prefix, "capacity.trainingPlanArn"),
+        f"training plan {plan.name} reserves capacity in {_names(plan_zones)}; "
+        "give availabilityZone to choose one",
+    )
+
+
+def _count_problem(
+    plan: TrainingPlan, prefix: str, count: int, wanted: int, shared: str = ""
+) -> Problem | None:
+    """Too many instances asked of the plan (`wanted`: by every group on it together)."""
+    available = plan_available(plan)
+    if available is None or wanted <= available:
+        return None
+    return Problem(
+        _at(prefix, "count"),
+        f"training plan {plan.name} has {available} instances available; this group asks "
+        f"for {count}{shared}",
+    )
+
+
+def _offering_problem(
+    group: InstanceGroupRequest,
+    prefix: str,
+    zone: str,
+    known_zones: set[str],
+    offerings: Mapping[str, set[str]],
+) -> Problem | None:
+    """A group not on a plan needs its type offered in its zone (a plan's capacity is checked
+    against the plan instead)."""
+    if isinstance(group.capacity, TrainingPlanCapacity) or zone in offerings.get(
+        group.instance_type, set()
+    ):
+        return None
+    offered = offerings.get(group.instance_type, set()) & known_zones
+    where = (
+        f"zones that offer it: {_names(offered)}" if offered else "no zone of this Region offers it"
+    )
+    return Problem(
+        _at(prefix, "instanceType"), f"{group.instance_type} is not offered in {zone}; {where}"
+    )
+
+
+def _efa_problem(
+    group: InstanceGroupRequest, prefix: str, facts: Mapping[str, InstanceTypeFacts]
+) -> Problem | None:
+    """EFA-only interfaces need several network cards and EFA."""
+    if not group.efa_only:
+        return None
+    fact = facts.get(group.instance_type)
+    cards = fact.maximum_network_cards if fact else None
+    if fact is not None and fact.efa_supported and (cards or 0) >= 2:
+        return None
+    why = (
+        "its network cards and EFA support are unknown"
+        if fact is None
+        else f"it has {cards or 1} network card(s) and "
+        f"{'supports' if fact.efa_supported else 'does not support'} EFA"
+    )
+    return Problem(
+        _at(prefix, "efaOnly"),
+        f"EFA-only interfaces need an instance type with several network cards and EFA; "
+        f"{group.instance_type}: {why}",
+    )
+
+
+def _unknown_zone(zone: str, known_zones: set[str]) -> Problem:
+    return Problem(
+        "availabilityZone",
+        f"{zone} is not an available Availability Zone of this Region "
+        f"(zones: {_names(known_zones)})",
+    )
 
 
 def validate_against_catalog(
@@ -558,52 +701,18 @@ def validate_against_catalog(
     problems: list[Problem] = []
     known_zones = set(zones)
     zone = request.availability_zone
-    if zone is not None and zone not in known_zones:
-        problems.append(
-            Problem(
-                "availabilityZone",
-                f"{zone} is not an available Availability Zone of this Region "
-                f"(zones: {_names(known_zones)})",
-            )
-        )
-        zone_known = False
-    else:
-        zone_known = True
+    zone_known = zone is None or zone in known_zones
+    if zone is not None and not zone_known:
+        problems.append(_unknown_zone(zone, known_zones))
 
     # Training plans: each usable plan pins its group to a zone.
     plans: dict[int, TrainingPlan] = {}
     for index, group in enumerate(request.instance_groups):
-        if not isinstance(group.capacity, TrainingPlanCapacity):
-            continue
-        arn_field = _group(index, "capacity.trainingPlanArn")
-        plan = training_plans.get(group.capacity.training_plan_arn)
-        if plan is None:
-            problems.append(
-                Problem(
-                    arn_field,
-                    f"no training plan {group.capacity.training_plan_arn} in this account and "
-                    "Region (see GET /catalog/training-plans)",
-                )
-            )
-            continue
-        if plan.status not in USABLE_TRAINING_PLAN_STATUSES:
-            problems.append(
-                Problem(
-                    arn_field,
-                    f"training plan {plan.name} is {plan.status}; only Active or Scheduled "
-                    "plans can be used",
-                )
-            )
-            continue
-        plans[index] = plan
-        if group.instance_type not in plan.instance_types:
-            problems.append(
-                Problem(
-                    _group(index, "instanceType"),
-                    f"training plan {plan.name} reserves {_names(plan.instance_types)}, "
-                    f"not {group.instance_type}",
-                )
-            )
+        if isinstance(group.capacity, TrainingPlanCapacity):
+            plan, found = _usable_plan(group, _group(index), training_plans)
+            problems += found
+            if plan is not None:
+                plans[index] = plan
 
     pinned: tuple[int, str] | None = None  # the first plan group and its zone
     for index, plan in plans.items():
@@ -612,22 +721,10 @@ def validate_against_catalog(
         plan_zones = _plan_zones(plan, group.instance_type)
         if zone is not None:
             if zone_known and zone not in plan_zones:
-                problems.append(
-                    Problem(
-                        arn_field,
-                        f"training plan {plan.name} reserves capacity in {_names(plan_zones)}, "
-                        f"not in the request's availabilityZone {zone}",
-                    )
-                )
+                problems.append(_zone_mismatch(plan, plan_zones, _group(index), zone))
             continue
         if len(plan_zones) != 1:
-            problems.append(
-                Problem(
-                    arn_field,
-                    f"training plan {plan.name} reserves capacity in {_names(plan_zones)}; "
-                    "give availabilityZone to choose one",
-                )
-            )
+            problems.append(_zone_choice_needed(plan, plan_zones, _group(index)))
             continue
         (plan_zone,) = plan_zones
         if pinned is None:
@@ -671,61 +768,27 @@ def validate_against_catalog(
         by_plan.setdefault(plan.arn, []).append(index)
     for indices in by_plan.values():
         plan = plans[indices[0]]
-        available = _plan_available(plan)
         wanted = sum(request.instance_groups[i].count for i in indices)
-        if available is None or wanted <= available:
-            continue
+        shared = (
+            ""
+            if len(indices) == 1
+            else f" (groups {', '.join(_group(i) for i in indices)} ask for {wanted} together)"
+        )
         for index in indices:
-            shared = (
-                ""
-                if len(indices) == 1
-                else f" (groups {', '.join(_group(i) for i in indices)} ask for {wanted} together)"
-            )
-            problems.append(
-                Problem(
-                    _group(index, "count"),
-                    f"training plan {plan.name} has {available} instances available; this "
-                    f"group asks for {request.instance_groups[index].count}{shared}",
-                )
-            )
+            count = request.instance_groups[index].count
+            problem = _count_problem(plan, _group(index), count, wanted, shared)
+            if problem is not None:
+                problems.append(problem)
 
     # Offerings (plan groups are checked against their plan instead) and EFA-only.
     for index, group in enumerate(request.instance_groups):
-        if (
-            zone is not None
-            and zone_known
-            and not isinstance(group.capacity, TrainingPlanCapacity)
-            and zone not in offerings.get(group.instance_type, set())
-        ):
-            offered = offerings.get(group.instance_type, set()) & known_zones
-            where = (
-                f"zones that offer it: {_names(offered)}"
-                if offered
-                else "no zone of this Region offers it"
-            )
-            problems.append(
-                Problem(
-                    _group(index, "instanceType"),
-                    f"{group.instance_type} is not offered in {zone}; {where}",
-                )
-            )
-        if group.efa_only:
-            fact = facts.get(group.instance_type)
-            cards = fact.maximum_network_cards if fact else None
-            if fact is None or not fact.efa_supported or (cards or 0) < 2:
-                why = (
-                    "its network cards and EFA support are unknown"
-                    if fact is None
-                    else f"it has {cards or 1} network card(s) and "
-                    f"{'supports' if fact.efa_supported else 'does not support'} EFA"
-                )
-                problems.append(
-                    Problem(
-                        _group(index, "efaOnly"),
-                        f"EFA-only interfaces need an instance type with several network cards "
-                        f"and EFA; {group.instance_type}: {why}",
-                    )
-                )
+        if zone is not None and zone_known:
+            offering = _offering_problem(group, _group(index), zone, known_zones, offerings)
+            if offering is not None:
+                problems.append(offering)
+        efa = _efa_problem(group, _group(index), facts)
+        if efa is not None:
+            problems.append(efa)
 
     if problems:
         raise catalog_error(problems)
@@ -736,15 +799,85 @@ def validate_against_catalog(
         availability_zone_source=source,
         kubernetes_version=request.kubernetes_version,
         instance_groups=[
-            ResolvedInstanceGroup.model_validate(
-                {
-                    **group.model_dump(),
-                    "resolved_capacity": _resolved_capacity(group, zone, plans.get(index)),
-                }
-            )
+            resolve_group(group, zone, plans.get(index))
             for index, group in enumerate(request.instance_groups)
         ],
         storage=request.storage,
+    )
+
+
+def validate_group_against_catalog(
+    group: InstanceGroupRequest,
+    *,
+    zone: str | None,
+    default_zone: str,
+    zones: Sequence[str],
+    offerings: Mapping[str, set[str]],
+    facts: Mapping[str, InstanceTypeFacts],
+    training_plans: Mapping[str, TrainingPlan],
+) -> ResolvedInstanceGroup:
+    """Check one group added to an existing cluster and resolve its zone and capacity.
+
+    The zone is reconciled with a training plan, not left to fail: with `zone` (the request's
+    availabilityZone) a plan group's zone must be the plan's; without it a plan group takes the
+    plan's zone, any other group `default_zone` (the cluster's). Field names are relative to
+    the group body (``capacity.trainingPlanArn``).
+
+    Raises:
+        ValidationError: every problem found, as `validate_against_catalog` reports them.
+    """
+    problems: list[Problem] = []
+    known_zones = set(zones)
+    if zone is not None and zone not in known_zones:
+        problems.append(_unknown_zone(zone, known_zones))
+    plan: TrainingPlan | None = None
+    resolved_zone: str | None = zone or default_zone
+    if isinstance(group.capacity, TrainingPlanCapacity):
+        plan, found = _usable_plan(group, "", training_plans)
+        problems += found
+        resolved_zone = zone
+        if plan is not None:
+            plan_zones = _plan_zones(plan, group.instance_type)
+            if zone is not None and zone not in plan_zones:
+                problems.append(_zone_mismatch(plan, plan_zones, "", zone))
+            elif zone is None and len(plan_zones) != 1:
+                problems.append(_zone_choice_needed(plan, plan_zones, ""))
+            elif zone is None:
+                (resolved_zone,) = plan_zones
+                if resolved_zone not in known_zones:
+                    problems.append(
+                        Problem(
+                            "capacity.trainingPlanArn",
+                            f"training plan {plan.name} is in {resolved_zone}, which is not an "
+                            f"available zone of this Region (zones: {_names(known_zones)})",
+                        )
+                    )
+            count = _count_problem(plan, "", group.count, group.count)
+            if count is not None:
+                problems.append(count)
+    if resolved_zone is not None and resolved_zone in known_zones:
+        offering = _offering_problem(group, "", resolved_zone, known_zones, offerings)
+        if offering is not None:
+            problems.append(offering)
+    efa = _efa_problem(group, "", facts)
+    if efa is not None:
+        problems.append(efa)
+    if problems:
+        raise catalog_error(problems)
+    assert resolved_zone is not None
+    return resolve_group(group, resolved_zone, plan)
+
+
+def resolve_group(
+    group: InstanceGroupRequest, zone: str, plan: TrainingPlan | None
+) -> ResolvedInstanceGroup:
+    """The group with its resolved capacity (its fields as the client sent them)."""
+    fields = InstanceGroupRequest.model_fields
+    return ResolvedInstanceGroup.model_validate(
+        {
+            **{k: v for k, v in group.model_dump().items() if k in fields},
+            "resolved_capacity": _resolved_capacity(group, zone, plan),
+        }
     )
 
 

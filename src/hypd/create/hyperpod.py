@@ -15,13 +15,10 @@ from botocore.exceptions import ClientError
 
 from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
 from hypd.aws.sagemaker import describe_cluster
-from hypd.clusters.create_request import (
-    CapacityType,
-    ResolvedCreate,
-    ResolvedInstanceGroup,
-)
+from hypd.clusters.create_request import ResolvedCreate
 from hypd.clusters.models import HYPD_TAG_KEY, HyperPodCluster
 from hypd.errors import AwsUnavailable, PermanentError
+from hypd.instance_groups.spec import group_spec
 
 IN_SERVICE = "InService"
 FAILED_STATES = ("Failed", "RollingBack")
@@ -38,49 +35,6 @@ class HyperPodClusterMismatch(PermanentError):
     """A cluster of the derived name exists but does not belong to this tag's EKS cluster."""
 
     code = "HyperPodClusterMismatch"
-
-
-def group_spec(
-    group: ResolvedInstanceGroup,
-    *,
-    execution_role_arn: str,
-    override_subnet: str | None,
-    security_group_id: str,
-) -> dict[str, Any]:
-    """One ClusterInstanceGroupSpecification (botocore member names)."""
-    spec: dict[str, Any] = {
-        "InstanceGroupName": group.name,
-        "InstanceType": group.instance_type,
-        "InstanceCount": group.count,
-        "ExecutionRole": execution_role_arn,
-    }
-    capacity = group.resolved_capacity
-    if capacity.type is CapacityType.TRAINING_PLAN:
-        spec["TrainingPlanArn"] = capacity.training_plan_arn
-    elif capacity.type is CapacityType.SPOT:
-        spec["CapacityRequirements"] = {"Spot": {}}
-    else:
-        spec["CapacityRequirements"] = {"OnDemand": {}}
-    if group.deep_health_checks:
-        spec["OnStartDeepHealthChecks"] = [check.value for check in group.deep_health_checks]
-    if group.efa_only:
-        spec["NetworkInterface"] = {"InterfaceType": "efa-only"}
-    kubernetes: dict[str, Any] = {}
-    if group.labels:
-        kubernetes["Labels"] = dict(group.labels)
-    if group.taints:
-        kubernetes["Taints"] = [
-            {"Key": t.key, **({"Value": t.value} if t.value else {}), "Effect": t.effect.value}
-            for t in group.taints
-        ]
-    if kubernetes:
-        spec["KubernetesConfig"] = kubernetes
-    if override_subnet:
-        spec["OverrideVpcConfig"] = {
-            "SecurityGroupIds": [security_group_id],
-            "Subnets": [override_subnet],
-        }
-    return spec
 
 
 def cluster_request(

@@ -9,11 +9,10 @@ seconds, which each stage derives from its resource's expected duration.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,27 +29,30 @@ from hypd.clusters.models import (
 )
 from hypd.clusters.store import ClusterStore
 from hypd.create import addons, chart, control_plane, hyperpod, network_stack, storage, verify
-from hypd.create.waiters import WaiterStore, settle
-from hypd.errors import OperationStateError, PermanentError
-from hypd.kubernetes import TokenCache, kubernetes_api, token_sts_client
+from hypd.create.waiters import WaiterStore, park_and_look
+from hypd.errors import OperationStateError
+from hypd.instance_groups import placement
+from hypd.kubernetes import TokenCache
 from hypd.kubernetes.apply import AppliedObject, apply_manifests, check_rollout
-from hypd.network import ComputeSubnetRequest, ensure_compute_subnet
-from hypd.network.subnets import ips_per_node
-from hypd.operations import lifecycle
+from hypd.kubernetes.client import ClusterAccess
+from hypd.network import ensure_compute_subnet
 from hypd.operations.locks import LockStore
-from hypd.operations.models import Operation, OperationStatus
-from hypd.operations.stages import stage_step
+from hypd.operations.models import Operation
+from hypd.operations.steps import (
+    AwaitInput,
+    FailInput,
+    OperationInput,
+    Poll,
+    Steps,
+    dump,
+    poll_result,
+    ready,
+    summary,
+)
 from hypd.operations.store import OperationStore
-from hypd.operations.tasks import StepFunctionsError
-from hypd.tasks import TaskInput, TaskRouter
-
-T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
+from hypd.tasks import TaskRouter
 
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
-POD_IPS_PER_NODE = 32
-"""Subnet addresses the VPC CNI takes for pods on one node (its warm pool on a GPU node)."""
-HYPERPOD_CONDITION = hyperpod.IN_SERVICE
 
 
 @dataclass(frozen=True)
@@ -75,49 +77,13 @@ class CreateServices:
     tokens: TokenCache | None = None
 
     def __post_init__(self) -> None:
-        if self.tokens is None:
-            self.tokens = TokenCache(lambda: token_sts_client(self.settings.region or ""))
-        self._kube_lock = threading.Lock()
+        self._access = ClusterAccess(
+            lambda: self.client("eks"), lambda: self.settings.region, self.tokens
+        )
 
     def kubernetes(self, cluster_name: str) -> Any:
         """A Kubernetes API client for the EKS cluster, authenticated as this function."""
-        description = self.client("eks").describe_cluster(name=cluster_name)["cluster"]
-        tokens = self.tokens
-        assert tokens is not None
-
-        def token() -> str:
-            return tokens.token(cluster_name, now=datetime.now(UTC)).value
-
-        return kubernetes_api(description, token(), refresh_token=token)
-
-
-class OperationInput(TaskInput):
-    operation_id: str = Field(alias="operationId")
-    execution_name: str | None = Field(default=None, alias="executionName")
-    """The calling execution (`$$.Execution.Name`): a task of an execution that is no longer
-    the operation's current one (stopped, then retried) changes nothing."""
-
-
-class StaleExecution(PermanentError):
-    """The task belongs to an execution the operation has moved on from (a retry started)."""
-
-    code = "StaleExecution"
-
-
-class AwaitInput(OperationInput):
-    task_token: str = Field(alias="taskToken")
-
-
-class FailCreateInput(OperationInput):
-    error: StepFunctionsError
-
-
-class Poll(Protocol):
-    def __call__(self, task: OperationInput, *, start: bool) -> dict[str, Any]: ...
-
-
-def poll_result(ready: bool, wait_seconds: int = 0) -> dict[str, Any]:
-    return {"ready": ready, "waitSeconds": max(1, int(wait_seconds)) if not ready else 0}
+        return self._access.api(cluster_name)
 
 
 # ---------------------------------------------------------------------------- stage outputs
@@ -142,83 +108,21 @@ class EksOutput(_Output):
     access_principal: str = Field(alias="accessPrincipal")
 
 
-def _dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="json", by_alias=True)
-
-
 def build_router(services: CreateServices) -> TaskRouter:
     router = TaskRouter()
     operations = services.operations
+    steps = Steps(operations, services.locks)
+    step, polled, output_of, elapsed = steps.step, steps.polled, steps.output_of, steps.elapsed
 
     def load(operation_id: str) -> tuple[Operation, ResolvedCreate]:
         operation = operations.get(operation_id)
         return operation, ResolvedCreate.model_validate(operation.input)
 
-    def output_of(operation: Operation, stage: str, model: type[M]) -> M:
-        """What an earlier stage made, as it recorded it."""
-        recorded = operation.stage(stage).output
-        if recorded is None:
-            raise OperationStateError(
-                f"operation {operation.id}: stage {stage} has no recorded output",
-                details={"stage": stage},
-            )
-        return model.model_validate(recorded)
-
-    def elapsed(operation: Operation, stage: str) -> float:
-        """Seconds since the stage's current attempt started."""
-        recorded = operation.stage(stage)
-        started = recorded.attempt_started_at or recorded.started_at
-        if not started:
-            return 0.0
-        return (clock.now() - datetime.fromisoformat(started)).total_seconds()
-
-    def current(task: OperationInput) -> Callable[[Operation], bool]:
-        def is_current(operation: Operation) -> bool:
-            return task.execution_name is None or lifecycle.is_current_execution(
-                operation, name=task.execution_name
-            )
-
-        return is_current
-
-    def step(
-        task: OperationInput,
-        stage: str,
-        work: Callable[[], T],
-        *,
-        start: bool = False,
-        complete: bool | Callable[[T], bool] = False,
-        summarize: Callable[[T], dict[str, Any]] | None = None,
-    ) -> T:
-        operation = operations.get(task.operation_id)
-        if not current(task)(operation):
-            raise StaleExecution(
-                f"execution {task.execution_name} is not the current execution of operation "
-                f"{operation.id} ({lifecycle.execution_name(operation)}); it changes nothing",
-                details={"operationId": operation.id},
-            )
-        return stage_step(
-            operations,
-            task.operation_id,
-            stage,
-            work,
-            start=start,
-            complete=complete,
-            summarize=summarize,
-        )
-
-    def polled(first: str, then: str) -> Callable[[Poll], Poll]:
-        """Register a stage's polling work as two tasks: `first` opens the stage's attempt,
-        `then` (after each Wait) looks again."""
-
-        def register(poll: Poll) -> Poll:
-            router.task(first, OperationInput)(lambda task: poll(task, start=True))
-            router.task(then, OperationInput)(lambda task: poll(task, start=False))
-            return poll
-
-        return register
+    def polling(first: str, then: str) -> Callable[[Poll], Poll]:
+        return polled(router, first, then)
 
     # ---------------------------------------------------------------- network
-    @polled("create-network-stack", "check-network-stack")
+    @polling("create-network-stack", "check-network-stack")
     def network_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
@@ -255,23 +159,15 @@ def build_router(services: CreateServices) -> TaskRouter:
             )
             subnets: dict[str, str] = {}
             for index, group in enumerate(resolved.instance_groups):
-                fact = facts.get(group.instance_type.removeprefix("ml."))
-                efa = (fact.maximum_efa_interfaces or 0) if fact and fact.efa_supported else 0
                 subnet = ensure_compute_subnet(
                     ec2,
-                    ComputeSubnetRequest(
+                    placement.subnet_request(
+                        group,
+                        facts.get(group.instance_type.removeprefix("ml.")),
                         vpc_id=stack.vpc_id,
                         availability_zone=resolved.availability_zone,
-                        node_count=group.count,
-                        ips_per_node=ips_per_node(
-                            efa_interfaces=max(0, efa - 1),
-                            efa_only=group.efa_only,
-                            pod_ips=POD_IPS_PER_NODE,
-                        ),
-                        subnet_field=f"instanceGroups[{index}]",
                         cluster_tag=resolved.tag,
-                        group_name=group.name,
-                        dedicated=group.dedicated_subnet,
+                        field=f"instanceGroups[{index}]",
                     ),
                 )
                 subnets[group.name] = subnet.subnet_id
@@ -283,11 +179,11 @@ def build_router(services: CreateServices) -> TaskRouter:
                 compute_subnets=subnets,
             )
 
-        step(task, "network", work, complete=True, summarize=_dump)
+        step(task, "network", work, complete=True, summarize=dump)
         return {}
 
     # ---------------------------------------------------------------- eks
-    @polled("create-eks-cluster", "check-eks-cluster")
+    @polling("create-eks-cluster", "check-eks-cluster")
     def eks_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
@@ -329,11 +225,11 @@ def build_router(services: CreateServices) -> TaskRouter:
                 access_principal=principal,
             )
 
-        step(task, "eks", work, complete=True, summarize=_dump)
+        step(task, "eks", work, complete=True, summarize=dump)
         return {}
 
     # ---------------------------------------------------------------- dependencies
-    @polled("install-addons", "check-addons")
+    @polling("install-addons", "check-addons")
     def addons_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
@@ -383,7 +279,7 @@ def build_router(services: CreateServices) -> TaskRouter:
         return {}
 
     # ---------------------------------------------------------------- hyperpod
-    @polled("create-hyperpod-cluster", "replace-hyperpod-cluster")
+    @polling("create-hyperpod-cluster", "replace-hyperpod-cluster")
     def hyperpod_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
@@ -412,26 +308,23 @@ def build_router(services: CreateServices) -> TaskRouter:
         def work() -> dict[str, Any]:
             _operation, resolved = load(task.operation_id)
             name = resolved.hyperpod_cluster_name
-            services.waiters.park(
-                name,
-                task.operation_id,
-                HYPERPOD_CONDITION,
-                task.task_token,
-                failure_states=hyperpod.FAILED_STATES,
-            )
-            # The cluster may have changed state before the token was parked: look once.
-            cluster = hyperpod.read_cluster_or_none(services.client("sagemaker"), name)
-            status = cluster.status if cluster else "Missing"
-            woken = settle(
+
+            def look() -> tuple[str, str]:
+                cluster = hyperpod.read_cluster_or_none(services.client("sagemaker"), name)
+                if cluster is None:
+                    return "Missing", ""
+                return cluster.status, cluster.failure_message or ""
+
+            return park_and_look(
                 services.waiters,
                 lambda: services.client("stepfunctions"),
                 name,
-                status,
-                {"ready": status == HYPERPOD_CONDITION, "status": status, "by": "await"},
+                task.operation_id,
+                task.task_token,
+                look,
+                failure_states=hyperpod.FAILED_STATES,
                 failure_error=hyperpod.HyperPodClusterFailed.code,
-                message=(cluster.failure_message if cluster else None) or "",
             )
-            return {"status": status, "settled": bool(woken)}
 
         return step(task, "hyperpod", work)
 
@@ -442,7 +335,7 @@ def build_router(services: CreateServices) -> TaskRouter:
             cluster = hyperpod.read_cluster(
                 services.client("sagemaker"), resolved.hyperpod_cluster_name
             )
-            return {"ready": cluster.status == HYPERPOD_CONDITION, "status": cluster.status}
+            return {"ready": cluster.status == hyperpod.IN_SERVICE, "status": cluster.status}
 
         return step(task, "hyperpod", work)
 
@@ -458,7 +351,7 @@ def build_router(services: CreateServices) -> TaskRouter:
         return {}
 
     # ---------------------------------------------------------------- storage
-    @polled("mount-storage", "check-storage")
+    @polling("mount-storage", "check-storage")
     def storage_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
@@ -491,10 +384,10 @@ def build_router(services: CreateServices) -> TaskRouter:
                 "claim": f"{storage.CLAIM_NAMESPACE}/{storage.CLAIM_NAME}",
             }
 
-        return step(task, "storage", work, start=start, complete=_ready, summarize=_summary)
+        return step(task, "storage", work, start=start, complete=ready, summarize=summary)
 
     # ---------------------------------------------------------------- verify
-    @polled("verify-cluster", "check-verification")
+    @polling("verify-cluster", "check-verification")
     def verify_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
@@ -522,7 +415,7 @@ def build_router(services: CreateServices) -> TaskRouter:
                 rollout=rollout,
             )
             if result.ready:
-                return {**poll_result(True), **_dump(result)}
+                return {**poll_result(True), **dump(result)}
             waited = elapsed(operation, "verify")
             if waited >= verify.VERIFY_TIMEOUT_SECONDS:
                 raise verify.VerificationTimedOut(
@@ -531,55 +424,32 @@ def build_router(services: CreateServices) -> TaskRouter:
                 )
             return poll_result(False, verify.CHECK_INTERVAL_SECONDS)
 
-        answer = step(task, "verify", work, start=start, complete=_ready, summarize=_summary)
+        answer = step(task, "verify", work, start=start, complete=ready, summarize=summary)
         return poll_result(True) if answer["ready"] else answer
 
     # ---------------------------------------------------------------- end
-    def release(operation: Operation) -> None:
-        if operation.status.terminal and operation.lock_scope:
-            services.locks.release(operation.lock_scope, operation.id)
-
     @router.task("finish-create", OperationInput)
     def finish_create(task: OperationInput) -> dict[str, Any]:
-        operation, resolved = load(task.operation_id)
-        if not current(task)(operation):
-            return {"operationId": operation.id, "status": operation.status.value, "stale": True}
-        record = _record_cluster(services, operation, resolved, status=ClusterStatus.ACTIVE)
-        summary = create_summary(operation, record)
-        operation = operations.update(
-            task.operation_id,
-            lambda op: lifecycle.succeed(op, summary) if current(task)(op) else None,
-        )
-        release(operation)
+        def output(operation: Operation) -> dict[str, Any]:
+            resolved = ResolvedCreate.model_validate(operation.input)
+            record = _record_cluster(services, operation, resolved, status=ClusterStatus.ACTIVE)
+            return create_summary(operation, record)
+
+        operation = steps.succeed(task, output)
         return {"operationId": operation.id, "status": operation.status.value}
 
-    @router.task("fail-create", FailCreateInput)
-    def fail_create(task: FailCreateInput) -> dict[str, Any]:
-        error = lifecycle.error_from_step_functions(task.error.error, task.error.cause)
-        if error.code == StaleExecution.code:
+    @router.task("fail-create", FailInput)
+    def fail_create(task: FailInput) -> dict[str, Any]:
+        operation, _error = steps.fail(task)
+        if operation is None:
             # A superseded execution ends here; the operation belongs to its successor.
             return {"operationId": task.operation_id, "stale": True}
-        operation = operations.update(
-            task.operation_id,
-            lambda op: lifecycle.fail(op, error) if current(task)(op) else None,
+        services.clusters.set_status(
+            operation.cluster_tag or "", ClusterStatus.FAILED, operation.id
         )
-        if operation.status is OperationStatus.FAILED and current(task)(operation):
-            services.clusters.set_status(operation.cluster_tag or "", ClusterStatus.FAILED,
-                                         operation.id)
-        release(operation)
         return {"operationId": operation.id, "status": operation.status.value}
 
     return router
-
-
-def _ready(result: dict[str, Any]) -> bool:
-    """A poll's answer ends its stage once its resource is ready."""
-    return bool(result["ready"])
-
-
-def _summary(result: dict[str, Any]) -> dict[str, Any]:
-    """A poll's answer without the polling fields: the stage's recorded output."""
-    return {k: v for k, v in result.items() if k not in ("ready", "waitSeconds")}
 
 
 def _storage_kind(resolved: ResolvedCreate) -> str:

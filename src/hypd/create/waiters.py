@@ -106,6 +106,38 @@ def settle(
     return woken
 
 
+IN_SERVICE = "InService"
+
+
+def park_and_look(
+    waiters: WaiterStore,
+    sfn: Callable[[], Any],
+    resource: str,
+    operation_id: str,
+    task_token: str,
+    look: Callable[[], tuple[str, str]],
+    *,
+    condition: str = IN_SERVICE,
+    failure_states: tuple[str, ...],
+    failure_error: str,
+) -> dict[str, Any]:
+    """Park the operation's token on `resource`, then look once: a change that happened before
+    the token was parked is not missed. `look()` answers (status, failure message).
+    """
+    waiters.park(resource, operation_id, condition, task_token, failure_states=failure_states)
+    status, failure = look()
+    woken = settle(
+        waiters,
+        sfn,
+        resource,
+        status,
+        {"ready": status == condition, "status": status, "by": "await"},
+        failure_error=failure_error,
+        message=failure,
+    )
+    return {"status": status, "settled": bool(woken)}
+
+
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 HYPERPOD_WAKE_ERROR = "HyperPodClusterFailed"
 

@@ -6,8 +6,8 @@ from hypd.instance_groups.normalise import (
     FIXED_MEMBERS,
     MUTABLE_MEMBERS,
     RESUBMITTED_MEMBERS,
+    changed_groups,
     resubmittable_group,
-    scale_groups,
 )
 
 __all__ = [
@@ -16,6 +16,6 @@ __all__ = [
     "FIXED_MEMBERS",
     "MUTABLE_MEMBERS",
     "RESUBMITTED_MEMBERS",
+    "changed_groups",
     "resubmittable_group",
-    "scale_groups",
 ]

@@ -36,7 +36,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hypd.errors import NotFoundError, PermanentError, ValidationError
+from hypd.errors import PermanentError, ValidationError
+from hypd.instance_groups.errors import ImmutableField, InstanceGroupNotFound
 
 Details = Mapping[str, Any]
 
@@ -57,15 +58,16 @@ def _verbatim(source: str) -> Rule:
     return Rule((source,), lambda details: copy.deepcopy(details.get(source)))
 
 
-def _desired_or_current(container: Mapping[str, Any], desired: str, current: str) -> Any:
+def desired_or_current(container: Mapping[str, Any], desired: str, current: str) -> Any:
+    """The declared value of a Current*/Desired* pair: Desired, else Current (a copy)."""
     value = container.get(desired)
     if value is None:
         value = container.get(current)
     return copy.deepcopy(value)
 
 
-def _desired_or_current_rule(desired: str, current: str) -> Rule:
-    return Rule((desired, current), lambda details: _desired_or_current(details, desired, current))
+def desired_or_current_rule(desired: str, current: str) -> Rule:
+    return Rule((desired, current), lambda details: desired_or_current(details, desired, current))
 
 
 # ---------------------------------------------------------------- nested shapes that differ
@@ -96,7 +98,7 @@ def _instance_requirements(details: Details) -> dict[str, Any] | None:
     if not found:
         return None
     desired, current = INSTANCE_REQUIREMENTS_MEMBERS["InstanceTypes"]
-    types = _desired_or_current(found, desired, current)
+    types = desired_or_current(found, desired, current)
     # InstanceTypes is required (1-20 items): with none known there is nothing to resubmit.
     return {"InstanceTypes": types} if types else None
 
@@ -113,7 +115,7 @@ def _kubernetes_config(details: Details) -> dict[str, Any] | None:
         return None
     spec: dict[str, Any] = {}
     for member, (desired, current) in KUBERNETES_CONFIG_MEMBERS.items():
-        value = _desired_or_current(found, desired, current)
+        value = desired_or_current(found, desired, current)
         if value is not None:  # an empty map/list is a declared "none" and is kept
             spec[member] = value
     return spec or None
@@ -127,7 +129,7 @@ def _auto_patch_config(details: Details) -> dict[str, Any] | None:
     spec: dict[str, Any] = {}
     for member, sources in AUTO_PATCH_CONFIG_MEMBERS.items():
         if len(sources) == 2:
-            value = _desired_or_current(found, sources[0], sources[1])
+            value = desired_or_current(found, sources[0], sources[1])
         else:
             value = copy.deepcopy(found.get(sources[0]))
         if value is not None:
@@ -150,8 +152,8 @@ RESUBMITTED_MEMBERS: Mapping[str, Rule] = {
     "TrainingPlanArn": _verbatim("TrainingPlanArn"),
     "OverrideVpcConfig": _verbatim("OverrideVpcConfig"),
     "ScheduledUpdateConfig": _verbatim("ScheduledUpdateConfig"),
-    "ImageId": _desired_or_current_rule("DesiredImageId", "CurrentImageId"),
-    "ImageReleaseVersion": _desired_or_current_rule(
+    "ImageId": desired_or_current_rule("DesiredImageId", "CurrentImageId"),
+    "ImageReleaseVersion": desired_or_current_rule(
         "DesiredImageReleaseVersion", "CurrentImageReleaseVersion"
     ),
     "AutoPatchConfig": Rule(("AutoPatchConfig",), _auto_patch_config),
@@ -244,28 +246,34 @@ def resubmittable_group(details: Details) -> dict[str, Any]:
     return spec
 
 
-def scale_groups(
+def changed_groups(
     described_cluster: Mapping[str, Any], changes: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The UpdateCluster `InstanceGroups` list: every group as described, `changes` applied.
+    """The UpdateCluster `InstanceGroups` of a change: each group `changes` names, as described
+    (through the allowlist), with its change applied.
 
     `changes` maps a group name to spec members (e.g. {"InstanceCount": 4}) to set on that group
-    only. A member outside `MUTABLE_MEMBERS` is refused with a ValidationError naming it, unless
-    the value equals what the group already has (a no-op). A name the cluster lacks is a
-    NotFoundError. Groups keep DescribeCluster's order.
+    only. Groups the change does not name are not resubmitted: UpdateCluster updates the groups
+    it lists and leaves the others as they are. A member outside `MUTABLE_MEMBERS` is refused
+    with a ValidationError naming it, unless the value equals what the group already has (a
+    no-op). A name the cluster lacks is a NotFoundError. Groups keep DescribeCluster's order.
     """
-    groups = [
-        resubmittable_group(details) for details in described_cluster.get("InstanceGroups", [])
-    ]
-    by_name = {group["InstanceGroupName"]: group for group in groups}
-    unknown = sorted(set(changes) - set(by_name))
+    described = {
+        details.get("InstanceGroupName"): details
+        for details in described_cluster.get("InstanceGroups", [])
+    }
+    unknown = sorted(set(changes) - set(described))
     if unknown:
-        raise NotFoundError(
+        raise InstanceGroupNotFound(
             f"Instance group {unknown[0]} is not in the cluster",
             details={"instanceGroups": unknown},
         )
-    for name, change in changes.items():
-        _apply(by_name[name], change)
+    groups: list[dict[str, Any]] = []
+    for name, details in described.items():
+        if name in changes:
+            group = resubmittable_group(details)
+            _apply(group, changes[name])
+            groups.append(group)
     return groups
 
 
@@ -277,7 +285,7 @@ def _apply(group: dict[str, Any], change: Mapping[str, Any]) -> None:
         if member in FIXED_MEMBERS:
             if group.get(member) == value:
                 continue  # restating the current value is not a change
-            raise ValidationError(
+            raise ImmutableField(
                 f"{member} of instance group {name} cannot be changed: {FIXED_MEMBERS[member]}",
                 details={"instanceGroup": name, "field": member},
             )

@@ -403,3 +403,46 @@ def check_rollout(api_client: ApiClient, applied: Iterable[AppliedObject]) -> li
         if reason:
             pending.append(f"{item.ref}: {reason}")
     return pending
+
+
+# ---------------------------------------------------------------------------- read / delete
+def _object_path(
+    discovery: Discovery, api_version: str, kind: str, name: str, namespace: str | None
+) -> str | None:
+    """The object's path, or None when the cluster does not serve its kind (no CRD)."""
+    rtype = discovery.resolve(api_version, kind)
+    if rtype is None:
+        return None
+    return rtype.path(name, namespace if rtype.namespaced else None)
+
+
+def read_object(
+    api_client: ApiClient, api_version: str, kind: str, name: str, namespace: str | None = None
+) -> dict[str, Any] | None:
+    """The object as the API server has it, or None when it (or its kind) does not exist."""
+    path = _object_path(Discovery(api_client), api_version, kind, name, namespace)
+    if path is None:
+        return None
+    try:
+        body = _request(api_client, "GET", path).body
+    except KubernetesApplyRejected as exc:
+        if exc.details.get("kubernetesStatus") == 404:
+            return None
+        raise
+    return dict(body) if isinstance(body, Mapping) else None
+
+
+def delete_object(
+    api_client: ApiClient, api_version: str, kind: str, name: str, namespace: str | None = None
+) -> bool:
+    """Delete the object; False when it (or its kind) did not exist."""
+    path = _object_path(Discovery(api_client), api_version, kind, name, namespace)
+    if path is None:
+        return False
+    try:
+        _request(api_client, "DELETE", path)
+    except KubernetesApplyRejected as exc:
+        if exc.details.get("kubernetesStatus") == 404:
+            return False
+        raise
+    return True

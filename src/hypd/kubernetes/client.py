@@ -17,7 +17,10 @@ import os
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from hypd.kubernetes.token import TokenCache
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, Configuration
@@ -76,3 +79,29 @@ def kubernetes_api(cluster: Mapping[str, Any], token: str, *,
     # The CA file is read when the connection pool is built; keep it for the client's life.
     weakref.finalize(api, _remove, ca_path)
     return api
+
+
+class ClusterAccess:
+    """Kubernetes API clients for EKS clusters, authenticated as this function (bearer tokens
+    from one cache, so a warm function presigns once a minute per cluster)."""
+
+    def __init__(
+        self,
+        eks: Callable[[], Any],
+        region: Callable[[], str | None],
+        tokens: TokenCache | None = None,
+    ) -> None:
+        from hypd.kubernetes.token import token_sts_client
+
+        self._eks = eks
+        self.tokens = tokens or TokenCache(lambda: token_sts_client(region() or ""))
+
+    def api(self, cluster_name: str) -> Any:
+        """A client for the EKS cluster `cluster_name` (its endpoint and CA from EKS)."""
+        description = self._eks().describe_cluster(name=cluster_name)["cluster"]
+        tokens = self.tokens
+
+        def token() -> str:
+            return tokens.token(cluster_name, now=datetime.now(UTC)).value
+
+        return kubernetes_api(description, token(), refresh_token=token)

@@ -15,6 +15,7 @@ from typing import Any
 from hypd import clock
 from hypd.errors import ConflictError, OperationStateError
 from hypd.operations.models import (
+    CAPACITY_KINDS,
     STAGES,
     ErrorInfo,
     Operation,
@@ -29,7 +30,7 @@ from hypd.operations.models import (
 RETRYABLE = frozenset({OperationStatus.FAILED, OperationStatus.CANCELLED})
 """The statuses a client may retry from (POST /operations/{id}/retry)."""
 
-RESUMABLE_KINDS = frozenset({OperationKind.CREATE_CLUSTER})
+RESUMABLE_KINDS = frozenset({OperationKind.CREATE_CLUSTER} | CAPACITY_KINDS)
 """Kinds whose state machine resumes at `resumeFrom` (its tasks never repeat a stage that
 succeeded). A retry of any other kind (discover: cheap and idempotent) reruns every stage."""
 
@@ -109,6 +110,20 @@ def start_stage(operation: Operation, name: str) -> Operation:
     stage.attempt_started_at = now
     stage.ended_at = None
     stage.error = None  # the error of an earlier attempt no longer describes this one
+    stage.progress = None
+    return operation
+
+
+def record_stage_progress(
+    operation: Operation, name: str, progress: dict[str, Any]
+) -> Operation | None:
+    """The running attempt says what it has done and waits for (its last word counts)."""
+    stage = _stage(operation, name)
+    if operation.status.terminal or stage.status is not StageStatus.RUNNING:
+        return None
+    if stage.progress == progress:
+        return None
+    stage.progress = progress
     return operation
 
 
@@ -123,6 +138,7 @@ def complete_stage(
     stage.ended_at = clock.now_iso()
     stage.error = None
     stage.output = output
+    stage.progress = None  # it described the running attempt
     return operation
 
 

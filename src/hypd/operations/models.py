@@ -53,6 +53,14 @@ class StageStatus(StrEnum):
 class OperationKind(StrEnum):
     DISCOVER = "discover"
     CREATE_CLUSTER = "create-cluster"
+    ADD_INSTANCE_GROUP = "add-instance-group"
+    UPDATE_INSTANCE_GROUP = "update-instance-group"
+    DELETE_INSTANCE_GROUP = "delete-instance-group"
+    REBOOT_NODE = "reboot-node"
+    REPLACE_NODE = "replace-node"
+    DELETE_NODE = "delete-node"
+    ENABLE_AUTOSCALING = "enable-autoscaling"
+    DISABLE_AUTOSCALING = "disable-autoscaling"
 
 
 STAGES: dict[OperationKind, tuple[str, ...]] = {
@@ -65,8 +73,30 @@ STAGES: dict[OperationKind, tuple[str, ...]] = {
         "storage",
         "verify",
     ),
+    OperationKind.ADD_INSTANCE_GROUP: ("network", "hyperpod", "verify"),
+    OperationKind.UPDATE_INSTANCE_GROUP: ("hyperpod", "verify"),
+    OperationKind.DELETE_INSTANCE_GROUP: ("hyperpod", "verify"),
+    OperationKind.REBOOT_NODE: ("hyperpod", "verify"),
+    OperationKind.REPLACE_NODE: ("hyperpod", "verify"),
+    OperationKind.DELETE_NODE: ("hyperpod", "verify"),
+    OperationKind.ENABLE_AUTOSCALING: ("prerequisites", "role", "hyperpod", "kubernetes"),
+    OperationKind.DISABLE_AUTOSCALING: ("kubernetes", "hyperpod", "role"),
 }
 """The ordered stages of each operation kind (the names clients see)."""
+
+CAPACITY_KINDS = frozenset(
+    {
+        OperationKind.ADD_INSTANCE_GROUP,
+        OperationKind.UPDATE_INSTANCE_GROUP,
+        OperationKind.DELETE_INSTANCE_GROUP,
+        OperationKind.REBOOT_NODE,
+        OperationKind.REPLACE_NODE,
+        OperationKind.DELETE_NODE,
+        OperationKind.ENABLE_AUTOSCALING,
+        OperationKind.DISABLE_AUTOSCALING,
+    }
+)
+"""The kinds that change an existing cluster's capacity (hypd.capacity)."""
 
 
 class _Model(BaseModel):
@@ -91,6 +121,8 @@ class Stage(_Model):
     attempts: int = 0
     error: ErrorInfo | None = None
     output: dict[str, Any] | None = None
+    progress: dict[str, Any] | None = None
+    """What the running attempt has done and waits for (cleared when an attempt starts)."""
 
 
 class RetryRecord(_Model):

@@ -46,14 +46,16 @@ def stage_step(
     start: bool = False,
     complete: bool | Callable[[T], bool] = False,
     summarize: Callable[[T], dict[str, Any]] | None = None,
+    progress: Callable[[T], dict[str, Any] | None] | None = None,
 ) -> T:
     """One task of a stage that spans several tasks (create, wait, check, ...).
 
     `start`: this task opens an attempt of the stage (RUNNING, attempts + 1); the polling
     tasks after it leave the attempt count alone. `complete`: this task ends the stage
     (SUCCEEDED, with `summarize(result)` as its output); a predicate decides from the result
-    (a poll that ends the stage once its resource is ready). A raised error is recorded on the
-    stage and re-raised unchanged, as in `run_stage`.
+    (a poll that ends the stage once its resource is ready). `progress`: what a task that does
+    not end the stage records as the attempt's progress (None: nothing new). A raised error is
+    recorded on the stage and re-raised unchanged, as in `run_stage`.
     """
     if start:
         store.update(operation_id, lambda op: lifecycle.start_stage(op, stage))
@@ -66,4 +68,10 @@ def stage_step(
     if complete(result) if callable(complete) else complete:
         summary = summarize(result) if summarize else None
         store.update(operation_id, lambda op: lifecycle.complete_stage(op, stage, summary))
+    elif progress is not None:
+        note = progress(result)
+        if note is not None:
+            store.update(
+                operation_id, lambda op: lifecycle.record_stage_progress(op, stage, note)
+            )
     return result

@@ -1,0 +1,49 @@
+"""Capacity tasks function: the tasks of the instance-group, node-action and autoscaling state
+machines (see hypd.capacity.tasks)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from hypd.aws.clients import client
+from hypd.aws.dynamodb import Table
+from hypd.capacity.state import AutoscalingStore
+from hypd.capacity.tasks import CapacityServices, CapacitySettings, build_router
+from hypd.clusters.store import ClusterStore
+from hypd.config import Settings
+from hypd.create.waiters import WaiterStore
+from hypd.observability import task_handler
+from hypd.operations.locks import LockStore
+from hypd.operations.store import OperationStore
+
+SETTINGS = Settings.from_env()
+_table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
+
+
+@functools.cache
+def _client(service: str) -> Any:
+    # Created on first use: a task pays only for the clients it needs.
+    return client(service, SETTINGS.region)
+
+
+handler = task_handler(
+    build_router(
+        CapacityServices(
+            operations=OperationStore(_table),
+            clusters=ClusterStore(_table),
+            locks=LockStore(_table),
+            waiters=WaiterStore(_table),
+            autoscaling=AutoscalingStore(_table),
+            client=_client,
+            settings=CapacitySettings(
+                region=SETTINGS.region,
+                hyperpod_execution_role_arn=os.environ["HYPERPOD_EXECUTION_ROLE_ARN"],
+                autoscaling_role_boundary_arn=(
+                    os.environ.get("AUTOSCALING_ROLE_BOUNDARY_ARN") or None
+                ),
+            ),
+        )
+    )
+)
