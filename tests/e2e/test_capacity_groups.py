@@ -54,7 +54,7 @@ def test_groups_of_each_capacity_type_are_added_scaled_and_deleted(
         api, cloud, group_body(name="workers", count=1, deepHealthChecks=["InstanceStress"])
     )
 
-    # Given a spot group with labels and taints, and a group on a training plan
+    # Given a spot group with labels and taints, a group on a training plan, an on-demand one
     spot = add(
         api, cloud, name="spot", count=1, capacity={"type": "spot"},
         labels={"team": "research"},
@@ -67,7 +67,10 @@ def test_groups_of_each_capacity_type_are_added_scaled_and_deleted(
         capacity={"type": "training-plan", "trainingPlanArn": plan_arn(api, P5_PLAN)},
     )
     assert plan["status"] == "SUCCEEDED", plan.get("error")
+    ondemand = add(api, cloud, name="steady", count=1, capacity={"type": "on-demand"})
+    assert ondemand["status"] == "SUCCEEDED", ondemand.get("error")
     groups = described_groups(cloud)
+    assert groups["steady"]["CapacityRequirements"] == {"OnDemand": {}}
     assert groups["spot"]["CapacityRequirements"] == {"Spot": {}}
     assert groups["reserved"]["TrainingPlanArn"] == plan_arn(api, P5_PLAN)
     assert groups["workers"]["CapacityRequirements"] == {"OnDemand": {}}
@@ -97,8 +100,8 @@ def test_groups_of_each_capacity_type_are_added_scaled_and_deleted(
     assert view(api, "spot")["count"] == 3
     assert view(api, "spot")["taints"] == [{"key": "spot", "value": "yes", "effect": "NoSchedule"}]
 
-    # When both new groups are deleted
-    for name in ("spot", "reserved"):
+    # When the new groups are deleted
+    for name in ("spot", "reserved", "steady"):
         deleted = run(api, cloud, api.call("deleteInstanceGroup", tag=TAG, name=name))
         assert deleted["status"] == "SUCCEEDED", deleted.get("error")
     assert set(described_groups(cloud)) == {"workers"}

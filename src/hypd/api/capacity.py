@@ -112,7 +112,10 @@ class InstanceGroupAutoscaled(ConflictError):
     code = "InstanceGroupAutoscaled"
 
 
-class AutoscalingPrerequisite(ConflictError):
+class AutoscalingPrerequisiteMissing(ConflictError):
+    """The cluster misses a documented prerequisite of managed Karpenter (the same code as the
+    prerequisites stage's error, for a check the API can make before starting)."""
+
     code = "AutoscalingPrerequisite"
 
 
@@ -549,7 +552,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             )
         blockers = autoscaling.cluster_problems(live)
         if blockers:
-            raise AutoscalingPrerequisite(
+            raise AutoscalingPrerequisiteMissing(
                 f"cluster {tag} cannot use managed Karpenter: " + "; ".join(blockers),
                 details={"problems": blockers},
             )
