@@ -35,6 +35,7 @@ from hypd.api.models import (
 from hypd.api.services import ApiServices
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.capacity import autoscaling
+from hypd.capacity.changes import ACTION_STATUSES
 from hypd.capacity.inputs import (
     NODE_ACTIONS,
     AddGroupInput,
@@ -87,16 +88,6 @@ NodeId = Annotated[
     ),
 ]
 TAGS = ["capacity"]
-
-NODE_ACTION_STATUSES: dict[OperationKind, frozenset[str]] = {
-    OperationKind.REBOOT_NODE: frozenset({"Running", "Failure"}),
-    OperationKind.REPLACE_NODE: frozenset({"Running", "Failure"}),
-    OperationKind.DELETE_NODE: frozenset(
-        {"Running", "Failure", "Pending", "DeepHealthCheckInProgress"}
-    ),
-}
-"""The node statuses from which HyperPod takes each action."""
-
 
 class NodeNotFound(NotFoundError):
     code = "NodeNotFound"
@@ -407,7 +398,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
                 details={"nodeId": node_id},
             )
         status = (node.get("InstanceStatus") or {}).get("Status")
-        allowed = NODE_ACTION_STATUSES[kind]
+        allowed = ACTION_STATUSES[NODE_ACTIONS[kind]]
         if status not in allowed:
             raise NodeActionNotAllowed(
                 f"node {node_id} is {status}; HyperPod can {kind.value.split('-')[0]} a node "

@@ -34,7 +34,6 @@ GROUP_BUSY = frozenset({"Creating", "Updating", "SystemUpdating", "Deleting"})
 MAX_CALLS = 2
 POLL_SECONDS = 30
 """How often autoscaling's own status is looked at (it has no state-change event)."""
-NODE_GONE = frozenset({"ShuttingDown", "NotFound"})
 
 
 class HyperPodUpdateFailed(PermanentError):
@@ -174,21 +173,30 @@ def delete_group(live: LiveCluster, task: DeleteGroupInput, calls: int) -> Decis
 
 
 # ---------------------------------------------------------------------------- nodes
+ACTION_STATUSES: dict[str, frozenset[str]] = {
+    "reboot": frozenset({"Running", "Failure"}),
+    "replace": frozenset({"Running", "Failure"}),
+    "delete": frozenset({"Running", "Failure", "Pending", "DeepHealthCheckInProgress"}),
+}
+"""The node statuses from which HyperPod takes each action (the API checks them first)."""
+
+
 def node_action(
     node: Mapping[str, Any] | None, task: NodeActionInput, calls: int
 ) -> Decision:
-    """One batch call per attempt; a node HyperPod is acting on already is not asked again
-    (a crashed earlier run sent it)."""
+    """One batch call per attempt. A node no longer in a status the action starts from is one
+    HyperPod is acting on already (a crashed earlier run sent the call): it is not asked again.
+    """
     status = ((node or {}).get("InstanceStatus") or {}).get("Status")
     if calls:
         return Decision(done=True, output={"nodeId": task.node_id, "requested": True})
-    if task.action in ("replace", "delete") and (node is None or status in NODE_GONE):
-        return Decision(done=True, output={"nodeId": task.node_id, "status": status or "gone"})
-    if node is None:
+    if node is None and task.action == "reboot":
         raise NodeGone(
             f"node {task.node_id} is no longer in cluster {task.cluster_name}",
             details={"nodeId": task.node_id},
         )
+    if node is None or status not in ACTION_STATUSES[task.action]:
+        return Decision(done=True, output={"nodeId": task.node_id, "status": status or "gone"})
     return Decision(
         request={"action": task.action, "nodeId": task.node_id},
         call="node",

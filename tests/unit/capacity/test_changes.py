@@ -113,6 +113,7 @@ def _node(status: str | None) -> dict[str, Any] | None:
         ("reboot", "Running", True),
         ("replace", "Failure", True),
         ("replace", "ShuttingDown", False),  # a crashed earlier run sent it already
+        ("reboot", "Pending", False),
         ("delete", None, False),
     ],
 )
