@@ -19,6 +19,8 @@ from hypd.aws.dynamodb import Table
 from hypd.capacity.state import AutoscalingStore
 from hypd.clusters.store import ClusterStore
 from hypd.config import Settings
+from hypd.health.policy import PolicyStore
+from hypd.health.records import HealthStore
 from hypd.operations.locks import LockStore
 from hypd.operations.store import OperationStore
 
@@ -41,6 +43,8 @@ app = build_app(
         sagemaker_client=lazy_client("sagemaker", SETTINGS.region),
         state_machines=SETTINGS.state_machines,
         autoscaling=AutoscalingStore(_table),
+        health=HealthStore(_table),
+        policies=PolicyStore(_table),
     )
 )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -21,6 +21,31 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 # The operation id: a task input's `operationId`, or the execution name of a Step Functions
 # status-change event (hypd names every execution after its operation).
 OPERATION_ID_PATH = "operationId || detail.name"
+
+
+class Count(Protocol):
+    def __call__(self, name: str, /, **dimensions: str) -> None: ...
+
+
+def counter(namespace: str, service: str) -> Count:
+    """A metric counter: one EMF document per count, with its own dimensions.
+
+    `single_metric` keeps no state between calls, unlike `Metrics`, whose dimensions are shared
+    by every instance in the process.
+    """
+
+    def count(name: str, /, **dimensions: str) -> None:
+        with single_metric(
+            name=name,
+            unit=MetricUnit.Count,
+            value=1,
+            namespace=namespace,
+            default_dimensions={"service": service},
+        ) as metric:
+            for key, value in dimensions.items():
+                metric.add_dimension(name=key, value=value)
+
+    return count
 
 
 def task_handler(
@@ -37,20 +62,7 @@ def task_handler(
     namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "hypd")
     service = os.environ.get("POWERTOOLS_SERVICE_NAME", "hypd")
 
-    def count(name: str, task: str) -> None:
-        """One EMF document per task outcome, with its own dimensions.
-
-        `single_metric` keeps no state between calls, unlike `Metrics`, whose dimensions are
-        shared by every instance in the process.
-        """
-        with single_metric(
-            name=name,
-            unit=MetricUnit.Count,
-            value=1,
-            namespace=namespace,
-            default_dimensions={"service": service},
-        ) as metric:
-            metric.add_dimension(name="task", value=task)
+    count = counter(namespace, service)
 
     @logger.inject_lambda_context(correlation_id_path=OPERATION_ID_PATH, clear_state=True)
     @tracer.capture_lambda_handler(capture_response=False)
@@ -61,10 +73,10 @@ def task_handler(
         try:
             result = router.dispatch(task_event)
         except Exception as exc:
-            count("TaskFailed", task)
+            count("TaskFailed", task=task)
             logger.warning("task failed", error_type=type(exc).__name__, error=str(exc))
             raise
-        count("TaskSucceeded", task)
+        count("TaskSucceeded", task=task)
         return result
 
     return cast(Handler, handler)

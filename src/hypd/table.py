@@ -30,6 +30,31 @@ def cluster_index_keys(tag: str) -> list[IndexKey]:
 CLUSTERS_PARTITION = ("GSI1", "CLUSTERS")
 
 
+def node_health_key(tag: str, node_id: str) -> dict[str, str]:
+    """A node's health (latest and bounded history), beside its cluster's record."""
+    return {PK: f"CLUSTER#{tag}", SK: f"NODE#{node_id}"}
+
+
+def node_health_prefix(tag: str) -> tuple[str, str]:
+    """(partition, sort-key prefix) of every node health item of a cluster."""
+    return f"CLUSTER#{tag}", "NODE#"
+
+
+def cluster_health_key(tag: str) -> dict[str, str]:
+    """The cluster's health: last state change, recent cluster events, add-ons."""
+    return {PK: f"CLUSTER#{tag}", SK: "HEALTH"}
+
+
+def repair_budget_key(tag: str) -> dict[str, str]:
+    """The times of the repairs hypd started on the cluster in the last hour."""
+    return {PK: f"CLUSTER#{tag}", SK: "REPAIRS"}
+
+
+def node_repair_key(tag: str, node_id: str) -> dict[str, str]:
+    """The last repair hypd started on a node (its cool-down)."""
+    return {PK: f"CLUSTER#{tag}", SK: f"REPAIR#{node_id}"}
+
+
 def cluster_feature_key(tag: str, feature: str) -> dict[str, str]:
     """The state of one managed feature of a cluster (e.g. autoscaling), beside its record."""
     return {PK: f"CLUSTER#{tag}", SK: f"FEATURE#{feature}"}

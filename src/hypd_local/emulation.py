@@ -401,14 +401,14 @@ class Emulation:
             fields = _fields(
                 body,
                 required={"clusterName": str, "nodeId": str},
-                optional={"reason": str, "action": str},
+                optional={"reason": str, "action": str, "repair": bool},
             )
             action = fields.get("action", "Replace")
             if action not in ("Reboot", "Replace"):
                 raise _BadField("action", 'must be "Reboot" or "Replace"')
             reason = fields.get("reason") or "GPU health check failed"
             self.hyperpod.make_node_unhealthy(
-                fields["clusterName"], fields["nodeId"], reason, action
+                fields["clusterName"], fields["nodeId"], reason, action, fields.get("repair")
             )
             self.tick()
             return 201, {
@@ -417,6 +417,7 @@ class Emulation:
                 "nodeId": fields["nodeId"],
                 "reason": reason,
                 "action": action,
+                "repair": fields.get("repair"),
             }
 
         def hyperpod_insufficient_capacity(body: Any) -> tuple[int, Any]:

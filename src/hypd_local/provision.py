@@ -38,6 +38,11 @@ def provision(stack: Stack, client: ClientFactory) -> None:
         url = sqs.create_queue(QueueName=queue.name, Attributes=dict(queue.attributes))["QueueUrl"]
         _check(queue.logical_id, "queue URL", queue.url, url)
 
+    sns = client("sns")
+    for topic in stack.topics.values():
+        arn = sns.create_topic(Name=topic.name, Attributes=dict(topic.attributes))["TopicArn"]
+        _check(topic.logical_id, "topic ARN", topic.arn, arn)
+
     dynamodb = client("dynamodb")
     for table in stack.tables.values():
         arn = dynamodb.create_table(**table.create_args)["TableDescription"]["TableArn"]

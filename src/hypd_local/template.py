@@ -289,6 +289,14 @@ class QueueSpec:
 
 
 @dataclass(frozen=True)
+class TopicSpec:
+    logical_id: str
+    name: str
+    arn: str
+    attributes: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class LogGroupSpec:
     logical_id: str
     name: str
@@ -409,6 +417,7 @@ class Stack:
         self.functions: dict[str, FunctionSpec] = {}
         self.state_machines: dict[str, StateMachineSpec] = {}
         self.queues: dict[str, QueueSpec] = {}
+        self.topics: dict[str, TopicSpec] = {}
         self.log_groups: dict[str, LogGroupSpec] = {}
         self.rules: dict[str, RuleSpec] = {}
         self.apis: dict[str, ApiSpec] = {}
@@ -661,6 +670,16 @@ class Stack:
         arn = self._arn("sqs", name)
         return Resource(logical_id, rtype, url, {"Arn": arn, "QueueName": name, "QueueUrl": url},
                         generated_by=by)
+
+    def _plan_topic(self, logical_id: str) -> Resource:
+        fifo = bool(self._resolve_prop(logical_id, "FifoTopic", False))
+        name = self._name(logical_id, "TopicName", 256 - (5 if fifo else 0))
+        if fifo and not name.endswith(".fifo"):
+            name += ".fifo"
+        arn = self._arn("sns", name)
+        # Ref of an AWS::SNS::Topic is its ARN.
+        return Resource(logical_id, self._raw[logical_id]["Type"], arn,
+                        {"TopicArn": arn, "TopicName": name})
 
     def _plan_log_group(self, logical_id: str) -> Resource:
         name = self._name(logical_id, "LogGroupName", 512)
@@ -1080,6 +1099,19 @@ class Stack:
             logical_id, res.attributes["QueueName"], res.ref, res.attributes["Arn"], attributes
         )
 
+    def _build_topic(self, logical_id: str) -> None:
+        res = self._planned[logical_id]
+        props = self.resolve(self._props(logical_id), f"Resources.{logical_id}.Properties")
+        attributes = {
+            key: scalar_str(props[key])
+            for key in ("DisplayName", "KmsMasterKeyId", "FifoTopic",
+                        "ContentBasedDeduplication")
+            if key in props
+        }
+        self.topics[logical_id] = TopicSpec(
+            logical_id, res.attributes["TopicName"], res.ref, attributes
+        )
+
     def _build_log_group(self, logical_id: str) -> None:
         res = self._planned[logical_id]
         retention = self._resolve_prop(logical_id, "RetentionInDays")
@@ -1245,6 +1277,7 @@ _PLANNERS: dict[str, Callable[[Stack, str], Resource]] = {
     "AWS::Lambda::LayerVersion": Stack._plan_layer,
     "AWS::Serverless::Api": Stack._plan_api,
     "AWS::SQS::Queue": Stack._plan_queue,
+    "AWS::SNS::Topic": Stack._plan_topic,
     "AWS::Logs::LogGroup": Stack._plan_log_group,
     "AWS::Events::Rule": Stack._plan_rule,
     "AWS::IAM::Role": Stack._plan_role,
@@ -1268,6 +1301,7 @@ _BUILDERS: dict[str, Callable[[Stack, str], None]] = {
     "AWS::Lambda::LayerVersion": Stack._build_layer,
     "AWS::Serverless::Api": Stack._build_api,
     "AWS::SQS::Queue": Stack._build_queue,
+    "AWS::SNS::Topic": Stack._build_topic,
     "AWS::Logs::LogGroup": Stack._build_log_group,
     "AWS::Events::Rule": Stack._build_rule,
     "AWS::IAM::Role": Stack._build_role,

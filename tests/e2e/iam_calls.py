@@ -19,6 +19,8 @@ from tests.conftest import ROOT
 ACTION_OF_CALL = {
     # HeadBucket is authorised as s3:ListBucket.
     "s3:HeadBucket": "s3:ListBucket",
+    # TransactWriteItems is authorised item by item; hypd's transactions only put.
+    "dynamodb:TransactWriteItems": "dynamodb:PutItem",
 }
 NEEDS_NO_PERMISSION = {"sts:GetCallerIdentity"}
 

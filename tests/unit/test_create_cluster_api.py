@@ -13,9 +13,10 @@ from typing import Any
 import boto3
 import pytest
 
-from hypd.api.clusters import cluster_lock, start_create_cluster
+from hypd.api.clusters import start_create_cluster
 from hypd.api.services import ApiServices
 from hypd.aws.dynamodb import Table
+from hypd.capacity.start import cluster_lock
 from hypd.clusters.create_request import ResolvedCreate
 from hypd.clusters.models import Cluster, ClusterSource, ClusterStatus
 from hypd.clusters.store import ClusterExists, ClusterStore, CreatedClusterRecord

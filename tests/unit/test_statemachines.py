@@ -29,9 +29,10 @@ ASL_FILES = sorted((ROOT / "statemachines").glob("*.asl.json"))
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 def _temporary_errors() -> set[str]:
     """Every TemporaryError subclass a task of the hypd package can raise (the names the ASL
-    may retry, and must)."""
+    may retry, and must): the API's and the event handler's, which no task runs, are not."""
+    not_tasks = ("hypd.api", "hypd.health.handler")
     for module in pkgutil.walk_packages(hypd.__path__, "hypd."):
-        if not module.name.startswith("hypd.api"):
+        if not module.name.startswith(not_tasks):
             importlib.import_module(module.name)
 
     def subclasses(cls: type) -> set[type]:
@@ -40,7 +41,11 @@ def _temporary_errors() -> set[str]:
             found |= subclasses(sub)
         return found
 
-    return {cls.__name__ for cls in subclasses(errors.TemporaryError)}
+    return {
+        cls.__name__
+        for cls in subclasses(errors.TemporaryError)
+        if not cls.__module__.startswith(not_tasks)
+    }
 
 
 RETRIED_EXCEPTIONS = _temporary_errors()

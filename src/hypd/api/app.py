@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 from hypd import __version__
-from hypd.api import capacity, catalog, clusters, operations
+from hypd.api import capacity, catalog, clusters, health, operations
 from hypd.api.errors import ERROR_RESPONSES, register_error_handlers
 from hypd.api.models import (
     AutoscalingUnchanged,
@@ -31,6 +31,7 @@ def build_app(services: ApiServices) -> APIGatewayRestResolver:
     app.include_router(operations.build_router(services))
     app.include_router(catalog.build_router(services))
     app.include_router(capacity.build_router(services))
+    app.include_router(health.build_router(services))
     register_error_handlers(app)
     return app
 

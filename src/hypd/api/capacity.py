@@ -21,7 +21,6 @@ from pydantic import BaseModel
 
 from hypd import clock
 from hypd.api.catalog import catalog_for_groups
-from hypd.api.clusters import cluster_lock
 from hypd.api.errors import ERROR_RESPONSES, accepted_response, json_response
 from hypd.api.models import (
     AutoscalingUnchanged,
@@ -43,7 +42,6 @@ from hypd.capacity.inputs import (
     DeleteGroupInput,
     NodeActionInput,
     UpdateGroupInput,
-    record,
 )
 from hypd.capacity.live import HyperPodClusterMissing, LiveCluster, read_live_cluster
 from hypd.capacity.requests import (
@@ -53,6 +51,7 @@ from hypd.capacity.requests import (
     check_managed,
     plan_group_update,
 )
+from hypd.capacity.start import capacity_operation, start_capacity
 from hypd.capacity.state import AutoscalingState
 from hypd.clusters.create_request import (
     GROUP_NAME_PATTERN,
@@ -71,9 +70,7 @@ from hypd.instance_groups.errors import (
     TooManyInstanceGroups,
 )
 from hypd.instance_groups.update import MAX_INSTANCE_GROUPS
-from hypd.operations import lifecycle
-from hypd.operations.models import STAGES, Operation, OperationKind
-from hypd.operations.starter import start_operation
+from hypd.operations.models import Operation, OperationKind
 
 Tag = Annotated[str, Path(pattern=CLUSTER_TAG_PATTERN, description="The cluster's tag.")]
 GroupName = Annotated[
@@ -148,18 +145,14 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
 
     def start(kind: OperationKind, tag: str, request: BaseModel) -> Response[str]:
         machine = services.state_machine_arn(kind)
-        operation = lifecycle.new_operation(
-            kind, cluster_tag=tag, input=record(request), lock_scope=cluster_lock(tag)
-        )
+        operation = capacity_operation(kind, tag, request)
         logger.set_correlation_id(operation.id)
-        operation = start_operation(
+        operation = start_capacity(
             operation,
             operations=services.operations,
             locks=services.locks,
             sfn_client=services.sfn_client,
             state_machine_arn=machine,
-            execution_input={**services.execution_input(operation),
-                             "resumeFrom": STAGES[kind][0]},
         )
         metrics.add_metric(name="OperationStarted", unit=MetricUnit.Count, value=1)
         logger.info("operation started", kind=kind.value, cluster_tag=tag)

@@ -14,6 +14,7 @@ from hypd.api.catalog import catalog_for_create
 from hypd.api.errors import ERROR_RESPONSES, accepted_response, json_response
 from hypd.api.models import ClusterList, ClusterView, DiscoverRequest, OperationAccepted
 from hypd.api.services import ApiServices
+from hypd.capacity.start import cluster_lock
 from hypd.clusters.create_request import (
     CreateClusterRequest,
     ResolvedCreate,
@@ -28,11 +29,6 @@ from hypd.operations.starter import start_operation
 from hypd.operations.store import OperationStore
 
 DISCOVER_LOCK = "discover"
-
-
-def cluster_lock(tag: str) -> str:
-    """The lock scope of every operation on a cluster: one at a time per tag."""
-    return f"cluster#{tag}"
 
 
 def build_router(services: ApiServices) -> APIGatewayRouter:

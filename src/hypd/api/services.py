@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hypd.capacity.state import AutoscalingStore
 from hypd.clusters.store import ClusterStore, CreatedClusterRecord
 from hypd.config import STATE_MACHINE_SETTINGS
 from hypd.errors import PermanentError
+from hypd.health.policy import PolicyStore
+from hypd.health.records import HealthStore
 from hypd.operations.locks import LockStore
 from hypd.operations.models import Operation, OperationKind
 from hypd.operations.starter import RestartRecord
@@ -29,6 +31,8 @@ class ApiServices:
     state_machines: Mapping[OperationKind, str] = field(default_factory=dict)
     """The state machine of each operation kind (`Settings.state_machines`)."""
     autoscaling: AutoscalingStore | None = None
+    health: HealthStore | None = None
+    policies: PolicyStore | None = None
 
     def state_machine_arn(self, kind: OperationKind) -> str:
         """The state machine that runs operations of `kind` (the one place kinds map to ARNs).
@@ -51,12 +55,25 @@ class ApiServices:
         return {}
 
     def autoscaling_store(self) -> AutoscalingStore:
-        if self.autoscaling is None:
-            raise PermanentError("the autoscaling store is not configured for this function")
-        return self.autoscaling
+        return _configured(self.autoscaling, "the autoscaling store")
+
+    def health_store(self) -> HealthStore:
+        return _configured(self.health, "the health store")
+
+    def policy_store(self) -> PolicyStore:
+        return _configured(self.policies, "the health policy store")
 
     def restart_record(self, operation: Operation) -> RestartRecord | None:
         """The record that follows an operation of this kind through a retry, if any."""
         if operation.kind is OperationKind.CREATE_CLUSTER and operation.cluster_tag:
             return CreatedClusterRecord(self.clusters, operation.cluster_tag, operation.id)
         return None
+
+
+S = TypeVar("S")
+
+
+def _configured(store: S | None, what: str) -> S:
+    if store is None:
+        raise PermanentError(f"{what} is not configured for this function")
+    return store

@@ -7,15 +7,53 @@ so nested models never pass through DynamoDB's number and set types.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
 from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
-from hypd.errors import ValidationError
-from hypd.table import PK, IndexKey
+from hypd.errors import ConcurrentUpdate, ValidationError
+from hypd.table import PK, SK, IndexKey
+
+T = TypeVar("T")
+
+
+class TransactionConflict(Exception):
+    """A transaction's condition failed; `failed` lists the indexes of the items whose
+    condition did not hold (others were cancelled with it)."""
+
+    def __init__(self, failed: list[int]) -> None:
+        super().__init__(f"conditions failed for items {failed}")
+        self.failed = failed
+
+
+def optimistic(attempt: Callable[[], T], *, attempts: int, what: str) -> T:
+    """Run a read-modify-conditional-write `attempt` until its write wins.
+
+    `attempt` raises ConditionFailed when someone wrote since it read: it is run again on a
+    fresh read, at most `attempts` times.
+
+    Raises:
+        ConcurrentUpdate: every attempt lost (a temporary error: retried by the caller's
+            retry policy).
+    """
+    for _ in range(attempts):
+        try:
+            return attempt()
+        except ConditionFailed:
+            continue
+    raise ConcurrentUpdate(f"{what} changed {attempts} times while being updated")
+
+
+def versioned(item: dict[str, Any] | None) -> int:
+    """The version of a stored item (0: none stored)."""
+    return int((item or {}).get("version", {}).get("N", 0))
+
+
+VERSION_CONDITION = "attribute_not_exists(PK) OR version = :v"
+"""Optimistic locking: nobody wrote the item since it was read at version :v (0: absent)."""
 
 
 class ConditionFailed(Exception):
@@ -179,3 +217,67 @@ class Table:
             raise translate(exc, f"querying {partition} of table {self.name}") from exc
         items: list[dict[str, Any]] = response.get("Items", [])
         return items
+
+    def put_versioned(self, item: dict[str, Any], read_version: int) -> None:
+        """Write `item` if the stored version is still `read_version` (0: it must be absent).
+
+        Raises ConditionFailed otherwise (re-read and re-apply: `optimistic`).
+        """
+        self.put(item, condition=VERSION_CONDITION, values={":v": {"N": str(read_version)}})
+
+    def query_prefix(self, partition: str, prefix: str) -> list[dict[str, Any]]:
+        """Every item of a base-table partition whose sort key starts with `prefix`."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.name,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "ExpressionAttributeNames": {"#pk": PK, "#sk": SK},
+            "ExpressionAttributeValues": {":pk": _s(partition), ":prefix": _s(prefix)},
+            "ConsistentRead": True,
+        }
+        items: list[dict[str, Any]] = []
+        try:
+            while True:
+                response = self._client.query(**kwargs)
+                items.extend(response.get("Items", []))
+                if not response.get("LastEvaluatedKey"):
+                    return items
+                kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        except (ClientError, *NETWORK_ERRORS) as exc:
+            raise translate(exc, f"querying {partition} of table {self.name}") from exc
+
+    def transact_put(
+        self, writes: Sequence[tuple[dict[str, Any], str, dict[str, Any]]]
+    ) -> None:
+        """Put every `(item, condition, values)` together, or none of them.
+
+        Raises:
+            TransactionConflict: a condition failed (its index is named).
+            ConditionFailed: another transaction was writing one of the items.
+        """
+        items = [
+            {
+                "Put": {
+                    "TableName": self.name,
+                    "Item": item,
+                    "ConditionExpression": condition,
+                    **({"ExpressionAttributeValues": values} if values else {}),
+                }
+            }
+            for item, condition, values in writes
+        ]
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if error_code(exc) == "TransactionCanceledException":
+                reasons = exc.response.get("CancellationReasons") or []
+                failed = [
+                    i for i, r in enumerate(reasons) if r.get("Code") == "ConditionalCheckFailed"
+                ]
+                if failed:
+                    raise TransactionConflict(failed) from exc
+                if any(r.get("Code") == "TransactionConflict" for r in reasons):
+                    # Another transaction held one of the items: run again on a fresh read.
+                    raise ConditionFailed("a concurrent transaction held an item") from exc
+            raise translate(exc, f"writing a transaction to table {self.name}") from exc
+        except NETWORK_ERRORS as exc:
+            raise translate(exc, f"writing a transaction to table {self.name}") from exc

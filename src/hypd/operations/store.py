@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hypd import clock
-from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
-from hypd.errors import ConcurrentUpdate, ConflictError, NotFoundError
+from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item, optimistic
+from hypd.errors import ConflictError, NotFoundError
 from hypd.operations.models import Operation, OperationStatus
 from hypd.pagination import decode_token, encode_token
 from hypd.table import operation_index_keys, operation_key, operations_partition
@@ -54,7 +54,8 @@ class OperationStore:
             NotFoundError: no such operation.
             ConcurrentUpdate: the record kept changing beyond the retry budget.
         """
-        for _ in range(MAX_UPDATE_ATTEMPTS):
+
+        def attempt() -> Operation:
             current = self.get(operation_id)
             changed = mutate(current.model_copy(deep=True))
             if changed is None:
@@ -62,19 +63,15 @@ class OperationStore:
             changed = changed.model_copy(
                 update={"version": current.version + 1, "updated_at": clock.now_iso()}
             )
-            try:
-                # version = :v: nobody wrote since we read; otherwise re-read and re-apply.
-                self._table.put(
-                    self._encode(changed),
-                    condition="version = :v",
-                    values={":v": {"N": str(current.version)}},
-                )
-            except ConditionFailed:
-                continue
+            # version = :v: nobody wrote since we read; otherwise re-read and re-apply.
+            self._table.put(
+                self._encode(changed),
+                condition="version = :v",
+                values={":v": {"N": str(current.version)}},
+            )
             return changed
-        raise ConcurrentUpdate(
-            f"operation {operation_id} changed {MAX_UPDATE_ATTEMPTS} times while being updated"
-        )
+
+        return optimistic(attempt, attempts=MAX_UPDATE_ATTEMPTS, what=f"operation {operation_id}")
 
     # ------------------------------------------------------------------ reads
     def get(self, operation_id: str) -> Operation:

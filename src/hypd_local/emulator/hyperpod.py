@@ -236,8 +236,12 @@ class HyperPodEmulator:
         node_id: str,
         reason: str = "GPU health check failed",
         action: str = "Replace",
+        repair: bool | None = None,
     ) -> None:
-        """Node ``node_id`` turns unhealthy now; with NodeRecovery Automatic it gets repaired."""
+        """Node ``node_id`` turns unhealthy now. HyperPod repairs it itself when ``repair``
+        (default: when NodeRecovery is Automatic); otherwise its health event's RepairAction is
+        None and its Recommendation names the repair, and the node stays in Failure until a
+        client reboots or replaces it."""
         if action not in ("Reboot", "Replace"):
             raise ValueError("action must be Reboot or Replace")
         now = self._now()
@@ -245,11 +249,13 @@ class HyperPodEmulator:
         node = self._node(c, node_id, now)
         if node is None:
             raise ResourceNotFound(f"Node '{node_id}' not found in cluster '{c.name}'.")
+        if repair is None:
+            repair = c.spec.get("NodeRecovery", "Automatic") == "Automatic"
         seq = self._next_seq
-        node.health.schedule(now, seq, (now, Health("Unhealthy", reason, action)))
+        node.health.schedule(now, seq, (now, Health("Unhealthy", reason, action, repair)))
         node.status.schedule(now, seq, (now, "Failure"))
         node.message.schedule(now, seq, (now, reason))
-        if c.spec.get("NodeRecovery", "Automatic") == "Automatic":
+        if repair:
             start = now + self.durations.auto_repair_start
             if action == "Reboot":
                 self._reboot(c, node, start)
@@ -325,22 +331,23 @@ class HyperPodEmulator:
                 del self._clusters[arn]
 
     def _health_detail(self, c: Cluster, node: Node, health: Health) -> dict[str, Any]:
+        # The documented shape ("Amazon SageMaker AI events in EventBridge"): the repair
+        # HyperPod takes is its RepairAction; one it does not take is only its Recommendation.
         if health.status == "Healthy":
             recommendation = "No action needed."
         elif health.action == "Reboot":
-            recommendation = "Reboot the node (BatchRebootClusterNodes)."
+            recommendation = "Please Reboot the Faulty Node."
         else:
-            recommendation = "Replace the node (BatchReplaceClusterNodes)."
+            recommendation = "Please Replace the Faulty Node."
         return {
             "ClusterName": c.name,
             "ClusterArn": c.arn,
             "InstanceId": node.instance_id,
-            "InstanceGroupName": node.group,
-            "Tags": copy.deepcopy(c.tags),
+            "Tags": {t["Key"]: t.get("Value", "") for t in c.tags},
             "HealthSummary": {
                 "HealthStatus": health.status,
                 "HealthStatusReason": health.reason or "Healthy",
-                "RepairAction": health.action,
+                "RepairAction": health.action if health.repairing else "None",
                 "Recommendation": recommendation,
             },
         }

@@ -110,7 +110,9 @@ class Timeline(Generic[T]):
 class Health:
     status: str  # Healthy | Unhealthy
     reason: str = ""
-    action: str = "None"  # Reboot | Replace | None
+    action: str = "None"  # Reboot | Replace | None: the repair the node needs
+    repairing: bool = True
+    """HyperPod repairs it itself (NodeRecovery Automatic); else it only recommends."""
 
 
 HEALTHY = Health("Healthy")
