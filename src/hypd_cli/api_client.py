@@ -79,6 +79,10 @@ ROUTES: dict[str, Route] = {
     "deleteNode": Route("DELETE", "/clusters/{tag}/nodes/{nodeId}"),
     "getAutoscaling": Route("GET", "/clusters/{tag}/autoscaling"),
     "setAutoscaling": Route("PUT", "/clusters/{tag}/autoscaling", has_body=True),
+    "getClusterHealth": Route("GET", "/clusters/{tag}/health"),
+    "getNodeHealth": Route("GET", "/clusters/{tag}/nodes/{nodeId}/health"),
+    "getHealthPolicy": Route("GET", "/clusters/{tag}/health-policy"),
+    "setHealthPolicy": Route("PUT", "/clusters/{tag}/health-policy", has_body=True),
 }
 
 
@@ -440,6 +444,21 @@ class ApiClient:
 
     def set_autoscaling(self, tag: str, body: dict[str, Any]) -> dict[str, Any]:
         return self.call("setAutoscaling", tag=tag, body=body)
+
+    # Health: what the HyperPod and EKS events said (docs/health.md), and the repair policy.
+    # A policy is no operation: the PUT answers 200 with the policy now in force.
+
+    def get_cluster_health(self, tag: str) -> dict[str, Any]:
+        return self.call("getClusterHealth", tag=tag)
+
+    def get_node_health(self, tag: str, node_id: str) -> dict[str, Any]:
+        return self.call("getNodeHealth", tag=tag, nodeId=node_id)
+
+    def get_health_policy(self, tag: str) -> dict[str, Any]:
+        return self.call("getHealthPolicy", tag=tag)
+
+    def set_health_policy(self, tag: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("setHealthPolicy", tag=tag, body=body)
 
 
 def started(response: Mapping[str, Any]) -> bool:

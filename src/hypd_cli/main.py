@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.groups",
     "hypd_cli.nodes",
     "hypd_cli.autoscaling",
+    "hypd_cli.health",
     "hypd_cli.operations",
     "hypd_cli.catalog",
     "hypd_cli.mcp_command",

@@ -12,7 +12,8 @@ find already made, the union of its 202 `OperationAccepted` and its 200 ``change
 model). A tool whose operation takes a body takes the body's pydantic model as its input
 schema, with the operation's path parameters beside the body's fields: `cluster_create` takes
 `CreateClusterRequest`'s schema, `instance_group_update` ``tag`` and ``name`` and
-`UpdateInstanceGroupRequest`'s fields, so an agent sees exactly what the API validates.
+`UpdateInstanceGroupRequest`'s fields, `health_policy_set` ``tag`` and `HealthPolicy`'s, so an
+agent sees exactly what the API validates.
 `operation_get_status` also takes ``wait_seconds`` (capped at `WAIT_SECONDS_MAX`): it polls the
 operation every few seconds until the operation's status or one of its stages changes, or the
 operation ends.
@@ -46,6 +47,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from hypd import __version__
+from hypd.api.health import HealthPolicyView, HealthSummaryView, NodeHealthHistory
 from hypd.api.models import (
     AutoscalingUnchanged,
     AutoscalingView,
@@ -69,6 +71,7 @@ from hypd.capacity.requests import (
     UpdateInstanceGroupRequest,
 )
 from hypd.clusters.create_request import CreateClusterRequest
+from hypd.health.policy import HealthPolicy
 from hypd_cli.api_client import ApiClientError, ApiError
 
 logger = logging.getLogger(__name__)
@@ -321,6 +324,61 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "managed Karpenter on; tell the user it scales idle groups toward zero. enabled: "
             "false turns it off. An answer with changed: false means it is already as asked: "
             "nothing started. Otherwise: " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "cluster_health_get",
+        "getClusterHealth",
+        HealthSummaryView,
+        advice=(
+            "Start here when the user asks about unhealthy, failing or repaired nodes. Each "
+            "node in unhealthy has its latest entry: reason, HyperPod's recommendation "
+            "(recommended: reboot or replace) and taken, what was done: by hyperpod (HyperPod "
+            "repairs it itself: wait), by hypd (the reboot-node or replace-node operation "
+            "taken.operationId: follow it with operation_get_status), or by none with "
+            "taken.reason (policy: the health policy only notifies; cooldown, rate-limit: the "
+            "policy's bounds; node-status; not-recommended). gone lists nodes HyperPod no "
+            "longer lists (replaced or deleted). Then node_health_get for one node's history."
+        ),
+    ),
+    ToolSpec(
+        "node_health_get",
+        "getNodeHealth",
+        NodeHealthHistory,
+        advice=(
+            "For a node cluster_health_get or node_list names (nodeId i-...). Each entry says "
+            "what was done about it (taken, as in cluster_health_get); a repair hypd started "
+            "is taken.operationId: read it with operation_get_status. A 404 NotFound means no "
+            "health event of the node was received: as far as hypd knows it has been healthy."
+        ),
+    ),
+    ToolSpec(
+        "health_policy_get",
+        "getHealthPolicy",
+        HealthPolicyView,
+        advice=(
+            "Read it before health_policy_set and tell the user the current policy; default: "
+            "true means none was set (notify: hypd repairs nothing)."
+        ),
+    ),
+    ToolSpec(
+        "health_policy_set",
+        "setHealthPolicy",
+        HealthPolicyView,
+        body=HealthPolicy,
+        advice=(
+            "action replace turns on automatic repair: when HyperPod recommends rebooting or "
+            "replacing a node and does not do it itself, hypd starts the reboot-node or "
+            "replace-node operation, at most maxActionsPerHour repairs per cluster in any 60 "
+            "minutes and never twice for one node within nodeCooldownMinutes. reboot allows "
+            "reboots only; notify (the default) repairs nothing. Repairs interrupt the node's "
+            "pods and a replacement loses its local data: " + CONFIRM + " The body replaces "
+            "the whole policy, and omitted fields take their defaults (2 an hour, 60 minutes), "
+            "not their current values: send every field to keep. Starts no operation: the "
+            "answer is the policy now in force; each later repair is an operation of its own "
+            "(operation_list with clusterTag). A 400 names the field out of range."
         ),
         destructive=True,
         idempotent=True,

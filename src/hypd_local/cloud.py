@@ -185,6 +185,7 @@ class LocalCloud:
         self.emulation.start(sts_endpoint=self.aws_endpoint)
         self._use_virtual_time_in_domain()
         provision(self._stack, self.client)
+        self._lambdas.warm()
         api = self._choose_api()
         if api is not None:
             self._front = ApiFront(

@@ -8,7 +8,8 @@ of its own (``hypd_fn_<LogicalId>``), so three functions that all call their fil
 not shadow each other. While the module is imported the function's environment variables are
 applied to ``os.environ`` (under a lock, then restored): a handler must read its configuration at
 import time, as Lambda handlers usually do, because at call time the process environment is shared
-by every function.
+by every function. A local cloud imports every handler when it starts (`LambdaRuntime.warm`),
+so no import changes the environment while another function runs.
 
 A handler exception becomes the Lambda error payload (``errorType`` = the exception class name),
 so Step Functions' Retry/Catch match the same names as on AWS.
@@ -28,7 +29,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -195,6 +196,19 @@ class LambdaRuntime:
                 slot.release()
 
     # ------------------------------------------------------------------ import
+    def warm(self) -> None:
+        """Import every function's handler now, before anything runs concurrently.
+
+        An import applies the function's variables to the process environment and takes them
+        back after: a thread copying os.environ meanwhile (botocore and requests read proxy
+        settings so) would find a variable gone and fail with a KeyError. Importing all of
+        them at start leaves no import to overlap with an invocation. A function that cannot
+        be imported is not an error here: its invocations report it, as Lambda's do.
+        """
+        for spec in self._by_logical_id.values():
+            with suppress(_InitError):
+                self._handler(spec)
+
     def _handler(self, spec: FunctionSpec) -> Handler:
         handler = self._handlers.get(spec.logical_id)
         if handler is not None:

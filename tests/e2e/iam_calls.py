@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
-import boto3
 import pytest
+from botocore.client import BaseClient
 
 from hypd_local.template import read_template
 from tests.conftest import ROOT
@@ -38,17 +38,21 @@ def policy_actions(logical_id: str) -> set[str]:
 
 @pytest.fixture
 def calls_by_function(cloud: Any) -> Iterator[dict[str, set[str]]]:
-    """`service:Operation` of every boto3 call, by the function whose invocation made it."""
+    """`service:Operation` of every boto3 call, by the function whose invocation made it.
+
+    Recorded where every client makes its calls (`BaseClient._make_api_call`), so a client
+    created before the test (the local cloud imports every handler when it starts) is
+    recorded too.
+    """
     recorded: dict[str, set[str]] = defaultdict(set)
     current = threading.local()
-    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
-    assert session is not None
-    events = session._session.get_component("event_emitter")
+    make_api_call = BaseClient._make_api_call
 
-    def on_call(model: Any, **_: Any) -> None:
+    def record(client: Any, operation_name: str, api_params: Any) -> Any:
         function = getattr(current, "function", None)
         if function is not None:
-            recorded[function].add(f"{model.service_model.signing_name}:{model.name}")
+            recorded[function].add(f"{client.meta.service_model.signing_name}:{operation_name}")
+        return make_api_call(client, operation_name, api_params)
 
     runtime = cloud.lambdas
     original = runtime.invoke
@@ -61,13 +65,13 @@ def calls_by_function(cloud: Any) -> Iterator[dict[str, set[str]]]:
         finally:
             current.function = outer
 
-    events.register("before-call", on_call, unique_id="iam-calls")
+    BaseClient._make_api_call = record
     runtime.invoke = invoke
     try:
         yield recorded
     finally:
         runtime.invoke = original
-        events.unregister("before-call", unique_id="iam-calls")
+        BaseClient._make_api_call = make_api_call
 
 
 def assert_allowed(calls_by_function: dict[str, set[str]], functions: Iterable[str]) -> None:

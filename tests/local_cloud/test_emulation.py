@@ -626,7 +626,8 @@ class TestEventDelivery:
         assert not cloud.delivery_failures
         assert not cloud.async_failures
 
-        # A node turning unhealthy: the Node Health event reaches the function.
+        # A node turning unhealthy: the Node Health event reaches the function. Under
+        # NodeRecovery None HyperPod does not repair it: it recommends the repair instead.
         node_id = nodes(cloud, name)[0]["InstanceId"]
         assert cloud.emulation is not None
         cloud.emulation.hyperpod.make_node_unhealthy(name, node_id, "GPU fell off the bus",
@@ -639,7 +640,8 @@ class TestEventDelivery:
         assert health[0]["detail"]["InstanceId"] == node_id
         assert summary["HealthStatus"] == "Unhealthy"
         assert summary["HealthStatusReason"] == "GPU fell off the bus"
-        assert summary["RepairAction"] == "Replace"
+        assert summary["RepairAction"] == "None"
+        assert summary["Recommendation"] == "Please Replace the Faulty Node."
 
     def test_joined_nodes_look_like_hyperpod_nodes(
         self, events_cloud: LocalCloud, tmp_path: Path

@@ -8,7 +8,6 @@ import urllib.request
 import pytest
 
 from hypd_local import LocalCloud
-from hypd_local.template import Stack
 
 from .conftest import REAL_TEMPLATE
 
@@ -16,8 +15,9 @@ pytestmark = pytest.mark.skipif(not REAL_TEMPLATE.is_file(), reason="no template
 
 
 def test_the_real_template_is_provisioned() -> None:
-    stack = Stack(REAL_TEMPLATE)
     with LocalCloud(REAL_TEMPLATE) as cloud:
+        # the cloud's own stack: queue URLs name its endpoint
+        stack = cloud.stack
         resources = cloud.resources
 
         # Every table, with its key schema and every GSI of the template
@@ -36,6 +36,13 @@ def test_the_real_template_is_provisioned() -> None:
             assert [layer["Arn"] for layer in config["Layers"]] == list(function.layers)
             assert config["Environment"]["Variables"] == dict(function.environment)
             assert config["Environment"]["Variables"]["TABLE_NAME"] == resources["HypdTable"]
+
+        # Every topic, with the template's attributes
+        assert "HealthNotificationsTopic" in stack.topics
+        for topic in stack.topics.values():
+            attributes = cloud.client("sns").get_topic_attributes(TopicArn=topic.arn)[
+                "Attributes"]
+            assert {k: attributes.get(k) for k in topic.attributes} == dict(topic.attributes)
 
         # Every state machine, its definition free of placeholders
         for machine in stack.state_machines.values():

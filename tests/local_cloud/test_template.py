@@ -242,14 +242,14 @@ def test_a_template_whose_asl_has_a_typo_does_not_load(tmp_path: Path) -> None:
               Environment: {Variables: {X: !GetAtt Fn.StreamArn}}
          """, "has no attribute 'StreamArn'"),
         ("""
-          Topic:
-            Type: AWS::SNS::Topic
+          Stream:
+            Type: AWS::Kinesis::Stream
           Fn:
             Type: AWS::Serverless::Function
             Properties:
               CodeUri: fn
               Handler: app.handler
-              Environment: {Variables: {X: !Ref Topic}}
+              Environment: {Variables: {X: !Ref Stream}}
          """, "does not emulate"),
     ],
 )

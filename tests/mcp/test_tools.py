@@ -57,9 +57,14 @@ TOOLS = {
     "node_delete": "deleteNode",
     "autoscaling_get": "getAutoscaling",
     "autoscaling_set": "setAutoscaling",
+    "cluster_health_get": "getClusterHealth",
+    "node_health_get": "getNodeHealth",
+    "health_policy_get": "getHealthPolicy",
+    "health_policy_set": "setHealthPolicy",
 }
 DESTRUCTIVE = {"operation_cancel", "instance_group_update", "instance_group_delete",
-               "node_reboot", "node_replace", "node_delete", "autoscaling_set"}
+               "node_reboot", "node_replace", "node_delete", "autoscaling_set",
+               "health_policy_set"}
 
 
 def committed_document() -> dict[str, Any]:
@@ -177,6 +182,13 @@ def test_a_body_tool_takes_its_path_parameters_beside_the_bodys_fields() -> None
     assert add["required"] == ["tag", *AddInstanceGroupRequest.model_json_schema(
         by_alias=True)["required"]]
     assert set(tools["autoscaling_set"].input_schema["required"]) == {"tag", "enabled"}
+    # Every field of the health policy has its default: only the tag is required.
+    policy = tools["health_policy_set"].input_schema
+    assert policy["required"] == ["tag"]
+    assert list(policy["properties"]) == ["tag", "action", "maxActionsPerHour",
+                                          "nodeCooldownMinutes"]
+    assert policy["properties"]["maxActionsPerHour"]["minimum"] == 1
+    assert policy["additionalProperties"] is False
 
 
 def test_a_change_that_may_be_found_made_answers_either_model() -> None:
@@ -380,6 +392,9 @@ async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[A
     await tools.call("autoscaling_set", {"tag": "demo", "enabled": False})
     await tools.call("node_list", {"tag": "demo", "instanceGroup": "spot"})
     await tools.call("node_delete", {"tag": "demo", "nodeId": "i-0123456789abcdef0"})
+    await tools.call("node_health_get", {"tag": "demo", "nodeId": "i-0123456789abcdef0"})
+    await tools.call("health_policy_set", {"tag": "demo", "action": "replace",
+                                           "maxActionsPerHour": 3})
 
     assert client.calls == [
         ("getCluster", {"tag": "a/b"}, None),
@@ -391,6 +406,8 @@ async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[A
         ("setAutoscaling", {"tag": "demo"}, {"enabled": False}),
         ("listNodes", {"tag": "demo", "instanceGroup": "spot"}, None),
         ("deleteNode", {"tag": "demo", "nodeId": "i-0123456789abcdef0"}, None),
+        ("getNodeHealth", {"tag": "demo", "nodeId": "i-0123456789abcdef0"}, None),
+        ("setHealthPolicy", {"tag": "demo"}, {"action": "replace", "maxActionsPerHour": 3}),
     ]
 
 

@@ -78,8 +78,9 @@ class HealthPolicyView(ApiModel):
     default: bool = Field(description="No policy was set: this is the default.")
 
 
-def _view(node: NodeHealth) -> NodeHealthView:
-    return NodeHealthView(node_id=node.node_id, instance_group=node.instance_group,
+def _view(node: NodeHealth, group: str | None = None) -> NodeHealthView:
+    """The node's health; its group as HyperPod lists it now, else as its events named it."""
+    return NodeHealthView(node_id=node.node_id, instance_group=group or node.instance_group,
                           status=node.latest.status, latest=node.latest)
 
 
@@ -125,7 +126,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             status = health.latest.status if health else HEALTHY
             counts[status] += 1
             if health is not None and status != HEALTHY:
-                unhealthy.append(_view(health))
+                unhealthy.append(_view(health, listed[node_id].get("InstanceGroupName")))
         cluster = store.cluster(tag)
         policy = services.policy_store().find(tag)
         return HealthSummaryView(

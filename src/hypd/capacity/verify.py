@@ -60,6 +60,10 @@ def _node_taints(node: Mapping[str, Any]) -> set[tuple[str, str | None, str]]:
     }
 
 
+FAILURE = "Failure"
+"""HyperPod's status of a node that failed (until it is rebooted, replaced or deleted)."""
+
+
 def running(nodes: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [n for n in nodes if (n.get("InstanceStatus") or {}).get("Status") == "Running"]
 
@@ -148,7 +152,9 @@ def node_check(
     kube_nodes: Sequence[Mapping[str, Any]],
 ) -> Check:
     """reboot: the node is Running and Ready again; replace: it is gone and the group is back
-    at its count with every node Running and joined; delete: it is gone from both."""
+    at its count with every node Running and joined, but for other nodes that have failed
+    (another node's fault is not this replacement's to wait for); delete: it is gone from
+    both."""
     problems: list[str] = []
     by_id = {str(n["InstanceId"]): n for n in nodes}
     node = by_id.get(node_id)
@@ -169,11 +175,16 @@ def node_check(
         return Check(not problems, problems, {"nodeId": node_id, "deleted": True})
     details = live.group(group) or {}
     target = int(details.get("TargetCount") or 0)
-    up = running([n for n in nodes if n.get("InstanceGroupName") == group])
-    if len(up) < target:
-        problems.append(f"{len(up)} of {target} nodes of group {group} Running")
+    members = [n for n in nodes if n.get("InstanceGroupName") == group]
+    up = running(members)
+    # A replacement is Pending, then Running: only Failure nodes are others' faults.
+    failed = sum(1 for n in members if (n.get("InstanceStatus") or {}).get("Status") == FAILURE)
+    expected = target - failed
+    if len(up) < expected:
+        problems.append(f"{len(up)} of {target} nodes of group {group} Running"
+                        + (f" ({failed} failed)" if failed else ""))
     joined = [v for v in kube.values() if v.schedulable]
-    if len(joined) < target:
+    if len(joined) < expected:
         problems.append(f"{len(joined)} of {target} nodes of group {group} schedulable")
     replacements = sorted(str(n["InstanceId"]) for n in up)
     return Check(

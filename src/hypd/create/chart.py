@@ -237,8 +237,18 @@ def helm_binary() -> str:
     )
 
 
+def _process_environment() -> dict[str, str]:
+    """A copy of os.environ, taken again if a variable went away while it was copied (another
+    thread of the process changing the environment: the local cloud imports handlers so)."""
+    while True:
+        try:
+            return dict(os.environ)
+        except KeyError:
+            continue
+
+
 def _helm_environment(home: str) -> dict[str, str]:
-    env = dict(os.environ)
+    env = _process_environment()
     for name, sub in (
         ("HELM_CACHE_HOME", "cache"),
         ("HELM_CONFIG_HOME", "config"),

@@ -17,6 +17,10 @@ reference):
 * ``SageMaker HyperPod Cluster Event``: detail {EventDetails {EventId, ClusterArn, ClusterName,
   InstanceGroupName, InstanceId, ResourceType, EventTime (epoch ms), EventLevel, Description,
   EventDetails {EventMetadata}}}.
+* ``Step Functions Execution Status Change`` (source aws.states), for the end of an execution
+  of a state machine that holds a cluster's lock: detail {executionArn, stateMachineArn, name
+  (the operation id), status}. The cluster is free again: a repair deferred because it was busy
+  is started now.
 * ``EKS Addon ...`` (source aws.eks; Creation/Update/Deletion Succeeded|Failed, Health
   Degraded|Restored): EventBridge's reference lists the detail-types but not the detail. The
   add-on's ARN in `resources` (``arn:aws:eks:REGION:ACCOUNT:addon/CLUSTER/NAME/ID``, which the
@@ -40,10 +44,12 @@ from hypd.clusters.create_request import NAME_PREFIX
 
 SAGEMAKER = "aws.sagemaker"
 EKS = "aws.eks"
+STATES = "aws.states"
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
 ADDON_PREFIX = "EKS Addon "
+EXECUTION_STATUS = "Step Functions Execution Status Change"
 
 HEALTHY = "Healthy"
 NO_REPAIR = "None"
@@ -138,10 +144,27 @@ class AddonDetail(_Detail):
         return [i for i in found if isinstance(i, dict)] if isinstance(found, list) else []
 
 
+class ExecutionEndedDetail(_Detail):
+    execution_arn: str = Field(alias="executionArn", min_length=1)
+    state_machine_arn: str | None = Field(default=None, alias="stateMachineArn")
+    name: str = Field(min_length=1)
+    """The execution's name: hypd names each execution after its operation."""
+    status: str = Field(min_length=1)
+
+
+SOURCES: dict[str, str] = {
+    STATE_CHANGE: SAGEMAKER,
+    NODE_HEALTH: SAGEMAKER,
+    CLUSTER_EVENT: SAGEMAKER,
+    EXECUTION_STATUS: STATES,
+}
+"""The source of each detail-type hypd reads (an event of another source is not one)."""
+
 DETAIL_MODELS: dict[str, type[_Detail]] = {
     STATE_CHANGE: StateChangeDetail,
     NODE_HEALTH: NodeHealthDetail,
     CLUSTER_EVENT: ClusterEventDetail,
+    EXECUTION_STATUS: ExecutionEndedDetail,
 }
 
 
@@ -159,9 +182,12 @@ class Event(BaseModel):
 
     @property
     def cluster_name(self) -> str:
+        """The HyperPod (or EKS) cluster the event is about ("" for an execution's end)."""
         detail = self.detail
         if isinstance(detail, ClusterEventDetail):
             return detail.event_details.cluster_name
+        if isinstance(detail, ExecutionEndedDetail):
+            return ""
         return str(detail.cluster_name)
 
     @property
@@ -209,9 +235,11 @@ def read_event(raw: Any) -> Event:
         raise Malformed(f"not an EventBridge event: {_problems(exc)}") from exc
     detail_type = envelope.detail_type
     model: type[_Detail] | None = DETAIL_MODELS.get(detail_type)
+    if model is not None and SOURCES[detail_type] != envelope.source:
+        model = None
     if model is None and envelope.source == EKS and detail_type.startswith(ADDON_PREFIX):
         model = AddonDetail
-    if model is None or envelope.source not in (SAGEMAKER, EKS):
+    if model is None:
         raise Malformed(f"not an event hypd handles: {envelope.source} {detail_type!r}",
                         detail_type)
     if model is AddonDetail:

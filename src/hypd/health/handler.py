@@ -9,11 +9,14 @@ dead-letter queue with its reason, and nothing else happens. Then by detail-type
   policy decides, the guards reserve, a reboot-node or replace-node operation starts, and an
   unhealthy node (or a repair) is notified;
 * cluster event: a Warn or Error is kept in the cluster's recent events;
-* add-on event: the add-on's latest health.
+* add-on event: the add-on's latest health;
+* the end of an operation's execution (its cluster is free again): the repairs deferred because
+  the cluster was busy are decided again, oldest first, until one starts.
 
-Every AWS error it does not expect propagates: Lambda retries the event twice, then it goes to
-the dead-letter queue. A repair that finds its cluster busy with another operation gives its
-reservation back and raises `RepairDeferred` (temporary) to be retried the same way.
+A repair that finds its cluster busy with another operation gives its reservation back and is
+recorded as deferred (`busy`): one operation at a time runs on a cluster, and a repair waits
+for the running one to end rather than for Lambda's retries. Every AWS error the handler does
+not expect propagates: Lambda retries the event twice, then it goes to the dead-letter queue.
 """
 
 from __future__ import annotations
@@ -33,15 +36,19 @@ from hypd.aws.errors import NETWORK_ERRORS, translate
 from hypd.capacity.changes import ACTION_STATUSES
 from hypd.capacity.inputs import NodeActionInput
 from hypd.capacity.start import capacity_operation, start_capacity
+from hypd.clusters.create_request import hyperpod_cluster_name
 from hypd.clusters.store import ClusterStore
 from hypd.create.waiters import WaiterStore, on_cluster_state_change
-from hypd.errors import ConflictError, PermanentError, TemporaryError
+from hypd.errors import ConflictError, PermanentError
 from hypd.health import notify
 from hypd.health.budget import Repair, RepairBudget
 from hypd.health.events import (
+    HEALTHY,
     AddonDetail,
     ClusterEventDetail,
     Event,
+    ExecutionEndedDetail,
+    HealthSummary,
     Malformed,
     NodeHealthDetail,
     StateChangeDetail,
@@ -68,12 +75,8 @@ from hypd.operations.store import OperationStore
 
 KEPT_LEVELS = frozenset({"Warn", "Error"})
 REPAIR_KINDS = {"reboot": OperationKind.REBOOT_NODE, "replace": OperationKind.REPLACE_NODE}
-
-
-class RepairDeferred(TemporaryError):
-    """The repair's cluster runs another operation: the event is retried later."""
-
-    code = "RepairDeferred"
+BUSY = "busy"
+"""The reason of a repair deferred until the cluster's running operation ends."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ def handle(raw: Any, services: EventServices, logger: Logger | None = None) -> d
     detail = event.detail
     if isinstance(detail, StateChangeDetail):
         return on_state_change(services, raw, event, detail)
+    if isinstance(detail, ExecutionEndedDetail):
+        return on_operation_ended(services, detail, log)
     tag = event.tag
     if tag is None or services.clusters.find(tag) is None:
         services.count("EventsIgnored", reason="unknown-cluster")
@@ -183,12 +188,12 @@ def on_node_health(
     # A duplicate of the newest event that was not decided yet (a crash, or a retry of a
     # deferred repair) is decided now; any other duplicate or older event changes nothing.
     undecided = latest.event_id == event_id and (
-        latest.taken is None or latest.taken.reason == "busy"
+        latest.taken is None or latest.taken.reason == BUSY
     )
     if outcome is not Outcome.LATEST and not (outcome is Outcome.DUPLICATE and undecided):
         services.count("EventsIgnored", reason=outcome.value)
         return {"node": detail.instance_id, "outcome": outcome.value}
-    taken = act(services, tag, node, summary_event=event, detail=detail)
+    taken = act(services, tag, event.cluster_name, node)
     node = services.health.set_taken(tag, detail.instance_id, event_id, taken) or node
     result: dict[str, Any] = {
         "node": detail.instance_id,
@@ -197,40 +202,45 @@ def on_node_health(
         "taken": taken.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
     if should_notify(before, node.latest):
-        message = notify.unhealthy(tag, detail.instance_id, node.instance_group, node.latest)
-        topic = services.settings.notifications_topic_arn
-        if topic:
-            sns.publish(services.client("sns"), topic, message.subject, message.message,
-                        message.attributes)
-            services.count("NotificationsSent", healthStatus=summary.health_status)
-            result["notified"] = True
-    log.info("node health", **result)
+        result["notified"] = tell(services, node)
+    log.info("node health", extra=result)
     return result
 
 
+def tell(services: EventServices, node: NodeHealth) -> bool:
+    """Publish the node's latest health to the notifications topic (False: none is set)."""
+    topic = services.settings.notifications_topic_arn
+    if not topic:
+        return False
+    message = notify.unhealthy(node.tag, node.node_id, node.instance_group, node.latest)
+    sns.publish(services.client("sns"), topic, message.subject, message.message,
+                message.attributes)
+    services.count("NotificationsSent", healthStatus=node.latest.status)
+    return True
+
+
 def should_notify(before: NodeHealth | None, latest: HealthEntry) -> bool:
-    """An unhealthy node is told once per change: when it turns unhealthy (or its reason
-    changes), and whenever hypd starts a repair; repeats of the same state are only counted."""
-    if latest.status == "Healthy":
+    """A node is told of when it turns unhealthy (its status changes to one that is not
+    Healthy) and whenever hypd starts a repair; a repeat of its state, or a new reason for the
+    same status, is recorded and counted only, so a storm or a flapping reason is not a flood of
+    messages."""
+    if latest.status == HEALTHY:
         return False
     if latest.taken is not None and latest.taken.by is Taken.HYPD:
         return True
     previous = before.latest if before is not None else None
-    return previous is None or (previous.status, previous.reason) != (
-        latest.status, latest.reason
-    )
+    return previous is None or previous.status != latest.status
 
 
-def act(
-    services: EventServices,
-    tag: str,
-    node: NodeHealth,
-    *,
-    summary_event: Event,
-    detail: NodeHealthDetail,
-) -> TakenAction:
+def act(services: EventServices, tag: str, cluster_name: str, node: NodeHealth) -> TakenAction:
     """What is done about the node's newest health: HyperPod's repair, hypd's, or nothing."""
-    summary = detail.health_summary
+    latest = node.latest
+    summary = HealthSummary(
+        health_status=latest.status,
+        health_status_reason=latest.reason,
+        repair_action=latest.repair_action,
+        recommendation=latest.recommendation,
+    )
     if summary.repaired_by_hyperpod:
         return TakenAction(by=Taken.HYPERPOD, action=summary.repair_action)
     policy = services.policies.get(tag)
@@ -241,7 +251,7 @@ def act(
         return TakenAction(by=Taken.NONE, reason=decision.reason)
     repair = decision.repair
     described = sagemaker_api.describe_cluster_node(
-        services.client("sagemaker"), summary_event.cluster_name, detail.instance_id
+        services.client("sagemaker"), cluster_name, node.node_id
     )
     status = ((described or {}).get("InstanceStatus") or {}).get("Status")
     if status not in ACTION_STATUSES[repair]:
@@ -249,15 +259,14 @@ def act(
         return TakenAction(by=Taken.NONE, action=repair,
                            reason=f"node-status: {status or 'gone'}")
     group = str((described or {}).get("InstanceGroupName") or node.instance_group or "")
-    kind = REPAIR_KINDS[repair]
     operation = capacity_operation(
-        kind, tag, NodeActionInput(tag=tag, node_id=detail.instance_id, group=group,
-                                   action=repair)
+        REPAIR_KINDS[repair], tag,
+        NodeActionInput(tag=tag, node_id=node.node_id, group=group, action=repair),
     )
     machine = services.settings.node_action_state_machine_arn
     if not machine:
         raise PermanentError("NODE_ACTION_STATE_MACHINE_ARN is not configured for this function")
-    reservation = Repair(at=clock.now_iso(), node_id=detail.instance_id, action=repair,
+    reservation = Repair(at=clock.now_iso(), node_id=node.node_id, action=repair,
                          operation_id=operation.id)
     refused = services.budget.reserve(tag, reservation, policy)
     if refused is not None:
@@ -271,20 +280,48 @@ def act(
             sfn_client=lambda: services.client("stepfunctions"),
             state_machine_arn=machine,
         )
-    except ConflictError as exc:
+    except ConflictError:
+        # Another operation runs on the cluster: the repair waits for it to end
+        # (on_operation_ended), and takes no slot of the hour meanwhile.
         services.budget.release(tag, reservation)
-        services.count("RepairsSkipped", reason="busy")
-        services.health.set_taken(
-            tag, detail.instance_id, node.latest.event_id,
-            TakenAction(by=Taken.NONE, action=repair, reason="busy"),
-        )
-        raise RepairDeferred(
-            f"repair ({repair}) of node {detail.instance_id} of cluster {tag} deferred: "
-            f"{exc.message}",
-            details={"nodeId": detail.instance_id},
-        ) from exc
+        services.count("RepairsDeferred", action=repair)
+        return TakenAction(by=Taken.NONE, action=repair, reason=BUSY)
     services.count("RepairActions", action=repair)
     return TakenAction(by=Taken.HYPD, action=repair, operation_id=operation.id)
+
+
+# ---------------------------------------------------------------------------- operation ends
+def on_operation_ended(
+    services: EventServices, detail: ExecutionEndedDetail, log: Logger
+) -> dict[str, Any]:
+    """An operation's execution ended: its cluster is free, so the repairs deferred while it
+    ran are decided again, oldest first, until one starts (and holds the cluster again)."""
+    operation = services.operations.find(detail.name)
+    tag = operation.cluster_tag if operation is not None else None
+    if tag is None:
+        return {"operation": detail.name, "resumed": []}
+    resumed: list[dict[str, Any]] = []
+    deferred = sorted(
+        (n for n in services.health.nodes(tag)
+         if n.latest.taken is not None and n.latest.taken.reason == BUSY),
+        key=lambda n: n.latest.order,
+    )
+    cluster_name = hyperpod_cluster_name(tag)
+    for node in deferred:
+        taken = act(services, tag, cluster_name, node)
+        updated = services.health.set_taken(tag, node.node_id, node.latest.event_id, taken)
+        resumed.append({"node": node.node_id,
+                        "taken": taken.model_dump(mode="json", by_alias=True,
+                                                  exclude_none=True)})
+        if taken.by is Taken.HYPD and updated is not None:
+            tell(services, updated)
+        if taken.by is Taken.HYPD or taken.reason == BUSY:
+            break  # the cluster is busy again: the others wait for this one
+    result = {"operation": detail.name, "cluster": tag, "status": detail.status,
+              "resumed": resumed}
+    if resumed:
+        log.info("deferred repairs", extra=result)
+    return result
 
 
 # ---------------------------------------------------------------------------- cluster events

@@ -41,6 +41,7 @@ def unhealthy(tag: str, node_id: str, group: str | None, entry: HealthEntry) -> 
         message="\n".join(lines),
         attributes={
             "cluster": tag,
+            "node": node_id,
             "healthStatus": entry.status,
             "action": (entry.taken.action or entry.taken.reason or "none")
             if entry.taken else "none",

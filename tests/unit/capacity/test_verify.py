@@ -94,6 +94,20 @@ def test_a_replaced_node_is_gone_and_the_group_is_whole_again() -> None:
     assert after.output["groupNodes"] == ["i-2", "i-3"]
 
 
+def test_a_replacement_does_not_wait_for_another_failed_node_of_its_group() -> None:
+    cluster = live(details("gpu", TargetCount=3))
+    failed_other = node("i-2", "Failure")
+    during = verify.node_check("replace", "i-1", "gpu", cluster,
+                               [failed_other, node("i-3"), node("i-4", "Pending")],
+                               [kube("i-2", ready=False), kube("i-3")])
+    assert not during.ready
+    assert during.problems[0] == "1 of 3 nodes of group gpu Running (1 failed)"
+    after = verify.node_check("replace", "i-1", "gpu", cluster,
+                              [failed_other, node("i-3"), node("i-4")],
+                              [kube("i-2", ready=False), kube("i-3"), kube("i-4")])
+    assert after.ready, after.problems
+
+
 def test_a_deleted_node_is_gone_from_both() -> None:
     cluster = live(details("gpu", TargetCount=1))
     assert verify.node_check("delete", "i-1", "gpu", cluster, [node("i-2")], [kube("i-2")]).ready
