@@ -30,15 +30,14 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-import boto3
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from hypd_cli.api_client import ApiClient  # noqa: E402
-from hypd_cli.demo import DEMO_BUCKET, demo_request, follow  # noqa: E402
+from hypd_cli.demo import DEMO_BUCKET, create_demo_bucket, demo_request, follow  # noqa: E402
 from hypd_cli.local import local_parameters  # noqa: E402
+from hypd_local.calls import Call, watch_calls  # noqa: E402
 from hypd_local.cloud import LocalCloud  # noqa: E402
 
 TAG = "bench"
@@ -69,15 +68,12 @@ class Tally:
 
 @contextmanager
 def tallying(cloud: LocalCloud, tally: Tally) -> Iterator[None]:
-    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
-    assert session is not None
-    events = session._session.get_component("event_emitter")
     inside = threading.local()
 
-    def on_call(model: Any, **_: Any) -> None:
+    def on_call(call: Call) -> None:
         if getattr(inside, "depth", 0):
             with tally.lock:
-                tally.aws[f"{model.service_model.service_name}:{model.name}"] += 1
+                tally.aws[f"{call.service}:{call.operation}"] += 1
 
     runtime = cloud.lambdas
     original = runtime.invoke
@@ -91,13 +87,12 @@ def tallying(cloud: LocalCloud, tally: Tally) -> Iterator[None]:
         finally:
             inside.depth -= 1
 
-    events.register("before-call", on_call, unique_id="bench-capacity")
     runtime.invoke = invoke  # type: ignore[method-assign]
     try:
-        yield
+        with watch_calls(on_call):
+            yield
     finally:
         runtime.invoke = original  # type: ignore[method-assign]
-        events.unregister("before-call", unique_id="bench-capacity")
 
 
 def _seconds(start: str | None, end: str | None) -> float:
@@ -156,9 +151,7 @@ def main() -> int:
     with redirect_stdout(quiet), LocalCloud(
         template, parameters=local_parameters(template)
     ) as cloud:
-        cloud.client("s3").create_bucket(
-            Bucket=DEMO_BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
-        )
+        create_demo_bucket(cloud)
         api = ApiClient(cloud.api_url)
         created = follow(api, cloud, api.post("/clusters", demo_request(api, TAG, DEMO_BUCKET))
                          ["operationId"], timeout=300)

@@ -41,15 +41,14 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-import boto3
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from hypd_cli.api_client import ApiClient  # noqa: E402
-from hypd_cli.demo import DEMO_BUCKET, demo_request, follow  # noqa: E402
+from hypd_cli.demo import DEMO_BUCKET, create_demo_bucket, demo_request, follow  # noqa: E402
 from hypd_cli.local import local_parameters  # noqa: E402
+from hypd_local.calls import Call, watch_calls  # noqa: E402
 from hypd_local.cloud import LocalCloud  # noqa: E402
 from statemachines import generate  # noqa: E402
 
@@ -98,21 +97,17 @@ class Counters:
 @contextmanager
 def counting(cloud: LocalCloud, counters: Counters) -> Iterator[None]:
     """Count boto3 calls (every client of this process) and Lambda invocations."""
-    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
-    assert session is not None
-    events = session._session.get_component("event_emitter")
 
-    def on_call(model: Any, **_: Any) -> None:
-        service = model.service_model.service_name
+    def on_call(call: Call) -> None:
+        service = call.service
         with counters.lock:
-            counters.aws[f"{service}:{model.name}"] += 1
+            counters.aws[f"{service}:{call.operation}"] += 1
             if service not in STORE_SERVICES:
                 stage = getattr(counters.current, "stage", "-")
                 counters.aws_by_stage[stage] += 1
                 if getattr(counters.current, "waiting", False):
                     counters.wait_aws[stage] += 1
 
-    events.register("before-call", on_call, unique_id="bench-create-pipeline")
     runtime = cloud.lambdas
     original = runtime.invoke
 
@@ -139,10 +134,10 @@ def counting(cloud: LocalCloud, counters: Counters) -> Iterator[None]:
 
     runtime.invoke = invoke  # type: ignore[method-assign]
     try:
-        yield
+        with watch_calls(on_call):
+            yield
     finally:
         runtime.invoke = original  # type: ignore[method-assign]
-        events.unregister("before-call", unique_id="bench-create-pipeline")
 
 
 
@@ -243,9 +238,7 @@ def one_run(template: Path) -> tuple[list[StageFigures], Counters, float, Counte
     with redirect_stdout(StringIO()), LocalCloud(
         template, parameters=local_parameters(template)
     ) as cloud:
-        cloud.client("s3").create_bucket(
-            Bucket=DEMO_BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
-        )
+        create_demo_bucket(cloud)
         api = ApiClient(cloud.api_url)
         body = demo_request(api, "bench", DEMO_BUCKET)
         with counting(cloud, counters):

@@ -85,6 +85,13 @@ def demo_request(api: ApiClient, tag: str, bucket: str) -> dict[str, Any]:
     }
 
 
+def create_demo_bucket(cloud: Any) -> None:
+    """The S3 bucket the demo request mounts, in the cloud's Region."""
+    cloud.client("s3").create_bucket(
+        Bucket=DEMO_BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+    )
+
+
 def _demo(template: Path, region: str, tag: str, out: TextIO) -> int:
     from hypd_cli.local import local_parameters, quiet_known_gaps
     from hypd_local.cloud import LocalCloud
@@ -97,9 +104,7 @@ def _demo(template: Path, region: str, tag: str, out: TextIO) -> int:
     say(f"Starting the local cloud on {template} ...")
     started = time.monotonic()
     with LocalCloud(template, region=region, parameters=local_parameters(template)) as cloud:
-        cloud.client("s3").create_bucket(
-            Bucket=DEMO_BUCKET, CreateBucketConfiguration={"LocationConstraint": region}
-        )
+        create_demo_bucket(cloud)
         api = ApiClient(cloud.api_url)
         body = demo_request(api, tag, DEMO_BUCKET)
         say(f"Catalogue: {DEMO_INSTANCE_TYPE} is offered in {body['availabilityZone']}")

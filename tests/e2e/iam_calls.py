@@ -11,8 +11,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
-from botocore.client import BaseClient
 
+from hypd_local.calls import Call, watch_calls
 from hypd_local.template import read_template
 from tests.conftest import ROOT
 
@@ -38,21 +38,14 @@ def policy_actions(logical_id: str) -> set[str]:
 
 @pytest.fixture
 def calls_by_function(cloud: Any) -> Iterator[dict[str, set[str]]]:
-    """`service:Operation` of every boto3 call, by the function whose invocation made it.
-
-    Recorded where every client makes its calls (`BaseClient._make_api_call`), so a client
-    created before the test (the local cloud imports every handler when it starts) is
-    recorded too.
-    """
+    """`service:Operation` of every boto3 call, by the function whose invocation made it."""
     recorded: dict[str, set[str]] = defaultdict(set)
     current = threading.local()
-    make_api_call = BaseClient._make_api_call
 
-    def record(client: Any, operation_name: str, api_params: Any) -> Any:
+    def record(call: Call) -> None:
         function = getattr(current, "function", None)
         if function is not None:
-            recorded[function].add(f"{client.meta.service_model.signing_name}:{operation_name}")
-        return make_api_call(client, operation_name, api_params)
+            recorded[function].add(call.action)
 
     runtime = cloud.lambdas
     original = runtime.invoke
@@ -65,13 +58,12 @@ def calls_by_function(cloud: Any) -> Iterator[dict[str, set[str]]]:
         finally:
             current.function = outer
 
-    BaseClient._make_api_call = record
     runtime.invoke = invoke
     try:
-        yield recorded
+        with watch_calls(record):
+            yield recorded
     finally:
         runtime.invoke = original
-        BaseClient._make_api_call = make_api_call
 
 
 def assert_allowed(calls_by_function: dict[str, set[str]], functions: Iterable[str]) -> None:

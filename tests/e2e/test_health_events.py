@@ -173,6 +173,24 @@ def test_under_the_default_policy_a_node_is_only_recorded_and_notified(
                                                                 NodeId=sick)
     assert described["NodeDetails"]["InstanceStatus"]["Status"] == "Failure"
 
+    # the add-ons the create installed reported their health through EKS's events
+    addons = summary["addons"]
+    assert addons
+    assert {a["status"] for a in addons.values()} == {"ACTIVE"}
+    name = sorted(addons)[0]
+    answer = requests.post(
+        f"{cloud.local_url}/_local/faults/eks/addon-degraded",
+        json={"clusterName": CLUSTER, "addonName": name,
+              "issueCode": "InsufficientNumberOfReplicas"},
+        timeout=30,
+    )
+    assert answer.status_code == 201, answer.text
+    cloud.wait_for_executions(timeout=120)
+    degraded = api.call("getClusterHealth", tag=TAG)["addons"][name]
+    assert degraded["status"] == "DEGRADED"
+    assert degraded["event"] == "EKS Addon Health Degraded"
+    assert [i["code"] for i in degraded["issues"]] == ["InsufficientNumberOfReplicas"]
+
 
 def node_health(node_id: str, n: int) -> dict[str, Any]:
     """The detail of a HyperPod node health event recommending a replacement it does not take."""

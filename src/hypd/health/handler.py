@@ -179,8 +179,7 @@ def on_node_health(
         recommendation=summary.recommendation,
         recommended=summary.recommended,
     )
-    before = services.health.node(tag, detail.instance_id)
-    node, outcome = services.health.record_node(
+    node, outcome, previous = services.health.record_node(
         tag, detail.instance_id, entry, instance_group=detail.instance_group_name
     )
     services.count("NodeHealthEvents", healthStatus=summary.health_status)
@@ -201,7 +200,7 @@ def on_node_health(
         "status": summary.health_status,
         "taken": taken.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
-    if should_notify(before, node.latest):
+    if should_notify(previous, node.latest):
         result["notified"] = tell(services, node)
     log.info("node health", extra=result)
     return result
@@ -219,7 +218,7 @@ def tell(services: EventServices, node: NodeHealth) -> bool:
     return True
 
 
-def should_notify(before: NodeHealth | None, latest: HealthEntry) -> bool:
+def should_notify(previous: HealthEntry | None, latest: HealthEntry) -> bool:
     """A node is told of when it turns unhealthy (its status changes to one that is not
     Healthy) and whenever hypd starts a repair; a repeat of its state, or a new reason for the
     same status, is recorded and counted only, so a storm or a flapping reason is not a flood of
@@ -228,7 +227,6 @@ def should_notify(before: NodeHealth | None, latest: HealthEntry) -> bool:
         return False
     if latest.taken is not None and latest.taken.by is Taken.HYPD:
         return True
-    previous = before.latest if before is not None else None
     return previous is None or previous.status != latest.status
 
 

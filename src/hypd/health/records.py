@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,6 +118,13 @@ class ClusterHealth(_Model):
     updated_at: str | None = Field(default=None, alias="updatedAt")
 
 
+class Recorded(NamedTuple):
+    node: NodeHealth
+    outcome: Outcome
+    previous: HealthEntry | None
+    """The node's latest before the event (None: the event is its first)."""
+
+
 def place(history: list[HealthEntry], entry: HealthEntry) -> tuple[list[HealthEntry], Outcome]:
     """`history` (newest first) with `entry` in its place, and where it went."""
     if any(e.event_id == entry.event_id for e in history):
@@ -146,26 +153,30 @@ class HealthStore:
 
     def record_node(
         self, tag: str, node_id: str, entry: HealthEntry, instance_group: str | None = None
-    ) -> tuple[NodeHealth, Outcome]:
-        """Place one event's entry in the node's health."""
+    ) -> Recorded:
+        """Place one event's entry in the node's health (one read, one conditional write)."""
 
-        def change(current: NodeHealth | None) -> tuple[NodeHealth | None, Outcome]:
+        def change(
+            current: NodeHealth | None,
+        ) -> tuple[NodeHealth | None, tuple[Outcome, HealthEntry | None]]:
             if current is None:
                 return NodeHealth(
                     tag=tag, node_id=node_id, instance_group=instance_group, latest=entry,
                     history=[entry], updated_at=clock.now_iso(),
-                ), Outcome.LATEST
+                ), (Outcome.LATEST, None)
             history, outcome = place(current.history, entry)
             if outcome in (Outcome.DUPLICATE, Outcome.EXPIRED):
-                return None, outcome
+                return None, (outcome, current.latest)
             return current.model_copy(update={
                 "history": history,
                 "latest": history[0],
                 "instance_group": current.instance_group or instance_group,
                 "updated_at": clock.now_iso(),
-            }), outcome
+            }), (outcome, current.latest)
 
-        return self._update(node_health_key(tag, node_id), NodeHealth, change)
+        node, (outcome, previous) = self._update(node_health_key(tag, node_id), NodeHealth,
+                                                 change)
+        return Recorded(node, outcome, previous)
 
     def set_taken(
         self, tag: str, node_id: str, event_id: str, taken: TakenAction

@@ -31,8 +31,9 @@ def entry(n: int, status: str = "Unhealthy", event_id: str | None = None) -> Hea
 
 def test_the_first_event_of_a_node_is_its_latest(table: Table) -> None:
     store = HealthStore(table)
-    node, outcome = store.record_node("train", "i-1", entry(1), instance_group="gpu")
+    node, outcome, previous = store.record_node("train", "i-1", entry(1), instance_group="gpu")
     assert outcome is Outcome.LATEST
+    assert previous is None
     assert (node.latest, node.history, node.instance_group) == (entry(1), [entry(1)], "gpu")
     assert store.node("train", "i-1") == node
 
@@ -40,7 +41,7 @@ def test_the_first_event_of_a_node_is_its_latest(table: Table) -> None:
 def test_an_older_event_enters_the_history_without_changing_the_latest(table: Table) -> None:
     store = HealthStore(table)
     store.record_node("train", "i-1", entry(5, "Healthy"))
-    node, outcome = store.record_node("train", "i-1", entry(3, "Unhealthy"))
+    node, outcome, _previous = store.record_node("train", "i-1", entry(3, "Unhealthy"))
     assert outcome is Outcome.OLDER
     assert node.latest.status == "Healthy"
     assert [e.event_id for e in node.history] == ["e005", "e003"]
@@ -50,7 +51,7 @@ def test_a_duplicate_changes_nothing(table: Table) -> None:
     store = HealthStore(table)
     store.record_node("train", "i-1", entry(1))
     before = store.node("train", "i-1")
-    node, outcome = store.record_node("train", "i-1", entry(1))
+    node, outcome, _previous = store.record_node("train", "i-1", entry(1))
     assert outcome is Outcome.DUPLICATE
     assert node == before
 
@@ -58,8 +59,10 @@ def test_a_duplicate_changes_nothing(table: Table) -> None:
 def test_events_of_one_second_are_ordered_by_id(table: Table) -> None:
     store = HealthStore(table)
     store.record_node("train", "i-1", entry(1, "Healthy", event_id="b"))
-    _node, outcome = store.record_node("train", "i-1", entry(1, "Unhealthy", event_id="a"))
-    assert outcome is Outcome.OLDER
+    recorded = store.record_node("train", "i-1", entry(1, "Unhealthy", event_id="a"))
+    assert recorded.outcome is Outcome.OLDER
+    assert recorded.previous is not None
+    assert recorded.previous.status == "Healthy"
 
 
 def test_the_history_is_bounded_and_an_event_older_than_all_of_it_expires(
@@ -72,7 +75,7 @@ def test_the_history_is_bounded_and_an_event_older_than_all_of_it_expires(
     assert node is not None
     assert len(node.history) == HISTORY_MAX
     assert node.latest.event_id == f"e{HISTORY_MAX + 10:03d}"
-    _node, outcome = store.record_node("train", "i-1", entry(0))
+    _node, outcome, _previous = store.record_node("train", "i-1", entry(0))
     assert outcome is Outcome.EXPIRED
 
 
