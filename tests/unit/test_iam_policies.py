@@ -268,3 +268,43 @@ def test_discover_function_stays_within_its_policy(
     # And every call it made is allowed
     assert {"eks:ListClusters", "eks:DescribeCluster", "sagemaker:ListTags"} <= recorded
     assert recorded - policy_actions(template, "DiscoverFunction") == set()
+
+
+def _resources(statement: dict[str, Any]) -> list[str]:
+    """A statement's resources with the pseudo parameters of this account and Region."""
+    found = statement.get("Resource", [])
+    values = found if isinstance(found, list) else [found]
+    texts = []
+    for value in values:
+        text = value.get("Fn::Sub") if isinstance(value, dict) else value
+        if isinstance(text, str):
+            texts.append(text.replace("${AWS::Partition}", "aws")
+                         .replace("${AWS::Region}", REGION)
+                         .replace("${AWS::AccountId}", ACCOUNT))
+    return texts
+
+
+def test_hyperpod_cluster_resources_match_the_arns_hyperpod_gives() -> None:
+    # HyperPod cluster ARNs carry a generated id, not the cluster's name (botocore's model):
+    # a resource such as cluster/hypd-* would match no cluster, and every call would be denied.
+    import re
+    from fnmatch import fnmatchcase
+
+    import botocore.session
+
+    from tests.unit.support import load_template
+
+    pattern = botocore.session.get_session().get_service_model("sagemaker").shape_for(
+        "ClusterArn").metadata["pattern"]
+    arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/k3x9zq2m7p1w"
+    assert re.fullmatch(pattern, arn)
+    checked = 0
+    for logical_id, resource in load_template()["Resources"].items():
+        policies = resource.get("Properties", {}).get("Policies", [])
+        for policy in policies if isinstance(policies, list) else []:
+            for statement in policy.get("Statement", []) if isinstance(policy, dict) else []:
+                for text in _resources(statement):
+                    if ":sagemaker:" in text and ":cluster/" in text:
+                        checked += 1
+                        assert fnmatchcase(arn, text), (logical_id, statement.get("Sid"), text)
+    assert checked >= 4
