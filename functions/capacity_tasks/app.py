@@ -3,7 +3,6 @@ machines (see hypd.capacity.tasks)."""
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import Any
 
@@ -22,9 +21,8 @@ SETTINGS = Settings.from_env()
 _table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
 
 
-@functools.cache
 def _client(service: str) -> Any:
-    # Created on first use: a task pays only for the clients it needs.
+    # Made on first use and kept (hypd.aws.clients): a task pays only for the clients it needs.
     return client(service, SETTINGS.region)
 
 

@@ -6,7 +6,6 @@ under a cluster's policy, repaired; cluster events and add-on events feed the cl
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import Any
 
@@ -31,9 +30,8 @@ SETTINGS = Settings.from_env()
 _table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
 
 
-@functools.cache
 def _client(service: str) -> Any:
-    # Created on first use: an event pays only for the clients it needs.
+    # Made on first use and kept (hypd.aws.clients): an event pays only for the clients it needs.
     return client(service, SETTINGS.region)
 
 

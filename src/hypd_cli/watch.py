@@ -7,6 +7,7 @@ stage); otherwise one line is printed per change, so logs and pipes stay readabl
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -131,6 +132,14 @@ class _ChangeLines:
         print(line, file=self.stream, flush=True)
 
 
+def terminal_columns(stream: TextIO) -> int:
+    """The width of the terminal `stream` writes to; else $COLUMNS, else 120."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):  # no descriptor, or not a terminal
+        return shutil.get_terminal_size((120, 24)).columns
+
+
 class _LiveView:
     """The title and stage table, redrawn in place (ANSI: cursor up, clear to the end)."""
 
@@ -139,7 +148,7 @@ class _LiveView:
         self.height = 0
 
     def draw(self, operation: dict[str, Any]) -> None:
-        width = shutil.get_terminal_size((120, 24)).columns
+        width = terminal_columns(self.stream)
         text = operation_title(operation) + "\n" + stage_table(operation)
         lines = [line[: width - 1] for line in text.splitlines()]
         if self.height:

@@ -111,7 +111,9 @@ def run_watch(ctx: Context) -> int:
     return run_command(ctx, "ops watch", watch_command)
 
 
-def test_watch_redraws_in_place_on_a_terminal_and_exits_1_on_failure() -> None:
+def test_watch_redraws_in_place_on_a_terminal_and_exits_1_on_failure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "120")  # the width of a terminal with no descriptor
     terminal = Terminal()
     ctx = context(["ops", "watch", OPERATION_ID], ScriptedClient(RUNNING, RUNNING, FAILED),
                   out=terminal)
@@ -128,6 +130,17 @@ def test_watch_redraws_in_place_on_a_terminal_and_exits_1_on_failure() -> None:
     assert "FAILED at stage eks (attempt 2):\n  AccessDeniedException: not allowed" in final
     assert (f"hypd ops retry {OPERATION_ID} --wait --endpoint http://127.0.0.1:9/v1"
             in final)
+
+
+def test_watch_cuts_its_lines_to_a_narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    terminal = Terminal()
+    run_watch(context(["ops", "watch", OPERATION_ID], ScriptedClient(RUNNING, FAILED),
+                      out=terminal))
+    drawn = terminal.getvalue().rsplit("\x1b[J", 1)[1].split("\n\n")[0]
+    lines = drawn.splitlines()  # the view; the failure summary after it is not cut
+    assert lines[0] == f"Operation {OPERATION_ID} (create-cluster"[:39]
+    assert max(len(line) for line in lines) == 39
 
 
 def test_watch_prints_one_line_per_change_when_not_a_terminal() -> None:

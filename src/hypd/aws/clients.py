@@ -1,15 +1,23 @@
-"""boto3 clients with hypd's client configuration.
+"""boto3 clients with hypd's client configuration, one per service and Region per process.
 
 botocore's standard retry mode already retries throttling and transient errors a few times
 inside one call; what still fails reaches `hypd.aws.errors.translate` and, if temporary, the
 state machine's Retry.
+
+A client is made once per execution environment and kept: creating one costs tens of
+milliseconds of botocore set-up, which a task invocation would otherwise pay for every client
+it uses. Clients are thread-safe; their creation from boto3's default session is not, so it is
+serialised. A client is kept per boto3 default session and per endpoint named by
+``AWS_ENDPOINT_URL`` (none on Lambda): a process that moves to another endpoint or session (the
+local cloud and the unit tests do) gets clients of that one.
 """
 
 from __future__ import annotations
 
-import functools
+import os
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import boto3
 from botocore.config import Config
@@ -24,16 +32,25 @@ CLIENT_CONFIG = Config(
 )
 
 
+_CLIENTS: dict[tuple[boto3.session.Session, str, str | None, str | None], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
 def client(service: str, region: str | None = None) -> Any:
-    """A boto3 client for `service` (endpoint, credentials and region from the environment)."""
-    return boto3.client(service, region_name=region, config=CLIENT_CONFIG)
+    """The boto3 client for `service` (endpoint, credentials and region from the environment
+    when it is first made)."""
+    with _CLIENTS_LOCK:
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        session = cast(boto3.session.Session, boto3.DEFAULT_SESSION)
+        key = (session, service, region, os.environ.get("AWS_ENDPOINT_URL"))
+        made = _CLIENTS.get(key)
+        if made is None:
+            made = _CLIENTS[key] = session.client(service, region_name=region,
+                                                  config=CLIENT_CONFIG)
+        return made
 
 
 def lazy_client(service: str, region: str | None = None) -> Callable[[], Any]:
-    """A client created on first use, so a cold start pays only for the clients it needs."""
-
-    @functools.cache
-    def get() -> Any:
-        return client(service, region)
-
-    return get
+    """A client made on first use, so a cold start pays only for the clients it needs."""
+    return lambda: client(service, region)

@@ -7,6 +7,8 @@ so nested models never pass through DynamoDB's number and set types.
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -29,21 +31,31 @@ class TransactionConflict(Exception):
         self.failed = failed
 
 
-def optimistic(attempt: Callable[[], T], *, attempts: int, what: str) -> T:
+BACKOFF_BASE_SECONDS = 0.005
+BACKOFF_CAP_SECONDS = 0.1
+
+
+def optimistic(attempt: Callable[[], T], *, attempts: int, what: str,
+               sleep: Callable[[float], None] = time.sleep) -> T:
     """Run a read-modify-conditional-write `attempt` until its write wins.
 
     `attempt` raises ConditionFailed when someone wrote since it read: it is run again on a
-    fresh read, at most `attempts` times.
+    fresh read, at most `attempts` times. Between attempts it waits a random time up to a
+    bound that doubles each time (full jitter, at most `BACKOFF_CAP_SECONDS`), so writers that
+    collided do not collide again in lockstep: without it, one of 20 concurrent writers of an
+    item can lose every round.
 
     Raises:
         ConcurrentUpdate: every attempt lost (a temporary error: retried by the caller's
             retry policy).
     """
-    for _ in range(attempts):
+    for number in range(attempts):
         try:
             return attempt()
         except ConditionFailed:
-            continue
+            if number + 1 < attempts:
+                bound = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**number)
+                sleep(random.uniform(0, bound))  # noqa: S311 - jitter, not cryptography
     raise ConcurrentUpdate(f"{what} changed {attempts} times while being updated")
 
 
