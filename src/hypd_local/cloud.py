@@ -49,6 +49,13 @@ SECRET_ACCESS_KEY = "testing"  # noqa: S105 - moto's fake credentials, not a sec
 # module created at import time (e.g. in the layer package) still reach the next cloud.
 _last_aws_port: int | None = None
 
+# One boto3 session per Region for every cloud of the process: a session loads the service
+# models and endpoint data it needs (about a second of JSON for the clients a cloud makes) and
+# keeps them, so a fresh session per cloud would load them again each time. boto3 sessions are
+# not thread-safe: clients are created under `_SESSIONS_LOCK`.
+_SESSIONS: dict[str, boto3.session.Session] = {}
+_SESSIONS_LOCK = threading.Lock()
+
 # How often the servers' loops check for shutdown (seconds): bounds the time stop() takes.
 _POLL_INTERVAL = 0.02
 
@@ -116,7 +123,6 @@ class LocalCloud:
         self._executor: ThreadPoolExecutor | None = None
         self._saved_env: dict[str, str | None] = {}
         self._clients: dict[str, Any] = {}
-        self._session: boto3.session.Session | None = None
         self._clients_lock = threading.Lock()
         self._executions: dict[str, Any] = {}
         self._executions_cond = threading.Condition()
@@ -223,7 +229,6 @@ class LocalCloud:
         if self._lambdas is not None:
             self._lambdas.close()
         self._clients.clear()
-        self._session = None
         self._stop_moto()
         _reset_moto()
         self._restore_environment()
@@ -308,22 +313,28 @@ class LocalCloud:
         return env
 
     def boto3_session(self) -> boto3.session.Session:
-        """A boto3 session with the local credentials and Region (endpoint from the environment)."""
-        return boto3.session.Session(
-            aws_access_key_id=ACCESS_KEY_ID,
-            aws_secret_access_key=SECRET_ACCESS_KEY,
-            region_name=self.region,
-        )
+        """The process's boto3 session with the local credentials and this cloud's Region
+        (endpoint from the environment). Shared by every cloud: create its clients on one
+        thread at a time, or through `client`."""
+        with _SESSIONS_LOCK:
+            session = _SESSIONS.get(self.region)
+            if session is None:
+                session = boto3.session.Session(
+                    aws_access_key_id=ACCESS_KEY_ID,
+                    aws_secret_access_key=SECRET_ACCESS_KEY,
+                    region_name=self.region,
+                )
+                _SESSIONS[self.region] = session
+            return session
 
     def client(self, service: str) -> Any:
         """A (cached, thread-safe) boto3 client for ``service`` pointed at the moto server."""
         with self._clients_lock:
             client = self._clients.get(service)
             if client is None:
-                # One session for every client: its loaded service models are shared.
-                if self._session is None:
-                    self._session = self.boto3_session()
-                client = self._session.client(service, endpoint_url=self.aws_endpoint)
+                session = self.boto3_session()
+                with _SESSIONS_LOCK:
+                    client = session.client(service, endpoint_url=self.aws_endpoint)
                 self._clients[service] = client
             return client
 
@@ -547,6 +558,9 @@ class LocalCloud:
             "AWS_REGION": self.region,
             # moto's Step Functions interpreter builds its clients against localhost:MOTO_PORT.
             "MOTO_PORT": str(self.aws_port),
+            # moto's EC2 would load thousands of public AMIs at every cloud's start (a tenth of
+            # the time of a short test); nothing here launches EC2 instances.
+            "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
             "POWERTOOLS_TRACE_DISABLED": "true",
         }
         # A service-specific endpoint would bypass the moto server.

@@ -16,6 +16,7 @@ them consistent as virtual time passes:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -114,6 +115,16 @@ def iam_user_arn(caller_arn: str) -> str:
     return caller_arn
 
 
+@functools.cache
+def _cluster_instance_types() -> tuple[str, ...]:
+    """botocore's ``ClusterInstanceType`` enum, read once per process (the SageMaker model is
+    large: reading it at every cloud's start cost a third of a second)."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return tuple(model.shape_for("ClusterInstanceType").enum)
+
+
 def ec2_catalog(region: str, base: Catalog | None = None) -> Catalog:
     """The HyperPod catalogue whose zones of ``region`` offer what moto's EC2 offers there.
 
@@ -122,11 +133,9 @@ def ec2_catalog(region: str, base: Catalog | None = None) -> Catalog:
     read moto's data, so a type EC2 lists for a zone is one HyperPod accepts there (and the
     other way round). The candidates are botocore's ``ClusterInstanceType`` enum.
     """
-    import botocore.session
     from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
 
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    candidates = model.shape_for("ClusterInstanceType").enum
+    candidates = _cluster_instance_types()
     offerings: dict[str, set[str]] = {}
     for offering in INSTANCE_TYPE_OFFERINGS["availability-zone"].get(region, []):
         offerings.setdefault(offering["Location"], set()).add(offering["InstanceType"])

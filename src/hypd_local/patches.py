@@ -46,6 +46,12 @@ What is patched (moto 5.2.5), and why:
 - sagemaker ``SageMakerResponse.create_cluster`` / ``Cluster.describe``: Orchestrator,
   NodeRecovery, NodeProvisioningMode, ClusterRole, AutoScaling and TieredStorageConfig are kept
   and described (moto drops them; discovery links HyperPod to EKS through Orchestrator).
+- stepfunctions ``AmazonStateLanguageParser.parse``: the syntax tree of a definition is kept,
+  so creating a machine again and starting an execution do not parse it again.
+- stepfunctions ``boto_client_for`` (in every interpreter module that imported it): one client
+  per Region, service and port instead of a new one for every Lambda task.
+- server ``backends.list_of_moto_modules``: listed once (the server's dispatcher lists moto's
+  modules from the file system on every request, holding its lock).
 """
 
 from __future__ import annotations
@@ -169,6 +175,9 @@ def install() -> None:
         _patch_events()
         _patch_sagemaker()
         _patch_botocore()
+        _patch_server_dispatch()
+        _patch_asl_parser()
+        _patch_interpreter_clients()
         _installed = True
 
 
@@ -644,3 +653,79 @@ def _patch_botocore() -> None:
     # Only ``time.sleep`` is virtual; everything else of the module is the real one.
     _replace(endpoint, "time", _VirtualTime())
     _replace(waiter, "time", _VirtualTime())
+
+
+# ---------------------------------------------------------------------------------- server
+def _patch_server_dispatch() -> None:
+    from moto import backends
+
+    # The server's dispatcher asks for the list of moto's modules on every request, under its
+    # one lock, and moto lists them from the file system each time (a listdir and a hundred
+    # isdir calls): every request of every thread waited on it. The list cannot change.
+    modules = tuple(backends.list_of_moto_modules())
+    _replace(backends, "list_of_moto_modules", lambda: modules)
+
+
+# ---------------------------------------------------------------------------------- ASL parse
+ASL_TREES_KEPT = 256
+
+
+def _patch_asl_parser() -> None:
+    from moto.stepfunctions.parser.asl.parse import asl_parser
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    parser = asl_parser.AmazonStateLanguageParser
+    original: Any = parser.parse
+    trees: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    # moto parses a definition with ANTLR when the state machine is created and again for every
+    # execution; the parse is most of the cost of both (a cloud's start creates the same
+    # machines each time). The syntax tree of a definition is kept and only the evaluation
+    # components, which hold the state of one execution (retry counts...), are built anew.
+    def parse(definition: str) -> tuple[Any, Any]:
+        with lock:
+            tree = trees.get(definition)
+        if tree is None:
+            program, tree = original(definition)  # raises on a bad definition: nothing kept
+            with lock:
+                if len(trees) >= ASL_TREES_KEPT:
+                    trees.pop(next(iter(trees)))
+                trees[definition] = tree
+            return program, tree
+        return Preprocessor().visit(tree), tree
+
+    _replace(parser, "parse", staticmethod(parse))
+
+
+# ---------------------------------------------------------------------------------- SFN clients
+def _patch_interpreter_clients() -> None:
+    import sys
+
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import (  # noqa: F401
+        lambda_eval_utils,
+    )
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    original: Any = boto_client.boto_client_for
+    clients: dict[tuple[str, str, str], Any] = {}
+    lock = threading.Lock()
+
+    # The interpreter makes a new boto3 client for every Lambda task it runs (tens of
+    # milliseconds of botocore set-up each time); one per Region, service and moto port does.
+    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        from moto.core.models import botocore_stubber
+        from moto.settings import moto_server_port
+
+        if state_credentials is not None or botocore_stubber.enabled:
+            return original(region, service, state_credentials)
+        key = (region, service, str(moto_server_port()))
+        with lock:
+            client = clients.get(key)
+            if client is None:
+                client = clients[key] = original(region, service)
+            return client
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "boto_client_for", None) is original:
+            _replace(module, "boto_client_for", boto_client_for)

@@ -8,7 +8,6 @@ datetimes). Time is a fake clock the tests move; nothing sleeps.
 from __future__ import annotations
 
 import re
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -639,8 +638,8 @@ def test_events_are_emitted_once_in_time_order_after_one_big_jump(emu, clock, ev
     assert len(events.items) == 5
 
 
-def test_a_life_cycle_of_virtual_hours_is_fast(emu, clock, events):
-    started = time.perf_counter()
+@pytest.mark.usefixtures("no_wall_clock")
+def test_a_life_cycle_of_virtual_hours_never_waits_nor_reads_the_wall_clock(emu, clock, events):
     virtual_start = clock.now()
     for index in range(3):
         name = f"c{index}"
@@ -665,7 +664,6 @@ def test_a_life_cycle_of_virtual_hours_is_fast(emu, clock, events):
     clock.advance(3600)
     assert call(emu, "ListClusters")["clusters"] == []
     assert clock.now() - virtual_start > timedelta(hours=6)
-    assert time.perf_counter() - started < 1.0
     assert events.types().count(ADDON_CREATION_SUCCEEDED) == 18
     assert events.types().count(ADDON_DELETION_SUCCEEDED) == 18
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from datetime import datetime
 from typing import Any
 
@@ -426,8 +425,8 @@ def test_tags() -> None:
         {"Key": "team", "Value": "ml"}, {"Key": "env", "Value": "dev"}]
 
 
-def test_full_life_cycle_of_virtual_hours_in_well_under_a_second() -> None:
-    began = time.perf_counter()
+@pytest.mark.usefixtures("no_wall_clock")
+def test_a_life_cycle_of_virtual_hours_never_waits_nor_reads_the_wall_clock() -> None:
     emu, api, clock, events = make()
     api.create_cluster(**cluster_request(groups=[group(count=8)]))
     _in_service(api, clock)
@@ -440,10 +439,9 @@ def test_full_life_cycle_of_virtual_hours_in_well_under_a_second() -> None:
     api.delete_cluster(ClusterName="hp1")
     clock.advance(hours=1)
     emu.tick()
-    elapsed = time.perf_counter() - began
     assert api.list_clusters()["ClusterSummaries"] == []
     assert events.statuses() == ["Creating", "InService", "Updating", "InService", "Deleting"]
-    assert elapsed < 1.0
+
 
 
 def test_model_shapes_used_by_the_checker_exist() -> None:

@@ -1,7 +1,10 @@
-"""Patches of moto's Step Functions interpreter that are hard to reach through a whole cloud."""
+"""Patches of moto's Step Functions interpreter that are hard to reach through a whole cloud,
+or whose effect (a cache) a whole cloud does not show."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -9,7 +12,12 @@ import pytest
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import (
     BranchWorker,
 )
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramRunning, ProgramStopped
+from moto.stepfunctions.parser.asl.parse.asl_parser import (
+    AmazonStateLanguageParser,
+    ASLParserException,
+)
 
 from hypd_local import patches
 
@@ -59,3 +67,37 @@ def test_a_branch_that_fails_while_running_still_raises() -> None:
     with pytest.raises(RuntimeError):
         worker._thread_routine()
     assert comm.terminated == []
+
+
+RETRYING = json.dumps({
+    "StartAt": "Work",
+    "States": {"Work": {"Type": "Pass", "End": True,
+                        "Retry": [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 2}]}},
+})
+
+
+def test_a_definition_is_parsed_once_and_each_parse_gets_its_own_components() -> None:
+    # Components hold one execution's state (a retrier counts its attempts): they must be new
+    # for every execution, while the syntax tree is shared.
+    patches.install()
+    definition = RETRYING.replace("Work", f"Work{uuid.uuid4().hex}")
+    first, tree = AmazonStateLanguageParser.parse(definition)
+    second, same_tree = AmazonStateLanguageParser.parse(definition)
+    assert same_tree is tree
+    assert second is not first
+    assert type(second) is type(first)
+
+
+def test_a_bad_definition_is_refused_every_time() -> None:
+    patches.install()
+    for _ in range(2):
+        with pytest.raises(ASLParserException):
+            AmazonStateLanguageParser.parse('{"StartAt": "Nowhere", "States": {')
+
+
+def test_the_interpreter_keeps_one_client_per_region_service_and_port() -> None:
+    patches.install()
+    boto_client_for = lambda_eval_utils.boto_client_for  # type: ignore[attr-defined]
+    assert boto_client_for("us-west-2", "lambda") is boto_client_for("us-west-2", "lambda")
+    assert boto_client_for("us-west-2", "lambda") is not boto_client_for("us-east-1", "lambda")
+    assert boto_client_for("us-west-2", "lambda") is not boto_client_for("us-west-2", "sqs")
