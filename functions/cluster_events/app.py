@@ -12,7 +12,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hypd.aws.clients import client
+from hypd.aws.clients import client, regional_clients
 from hypd.aws.dynamodb import Table
 from hypd.clusters.store import ClusterStore
 from hypd.config import Settings
@@ -29,10 +29,7 @@ from hypd.operations.store import OperationStore
 SETTINGS = Settings.from_env()
 _table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
 
-
-def _client(service: str) -> Any:
-    # Made on first use and kept (hypd.aws.clients): an event pays only for the clients it needs.
-    return client(service, SETTINGS.region)
+_client = regional_clients(SETTINGS.region)
 
 
 logger = Logger()

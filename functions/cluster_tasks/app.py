@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
-from hypd.aws.clients import client
+from hypd.aws.clients import client, regional_clients
 from hypd.aws.dynamodb import Table
 from hypd.clusters.store import ClusterStore
 from hypd.config import Settings
@@ -18,10 +17,7 @@ from hypd.operations.store import OperationStore
 SETTINGS = Settings.from_env()
 _table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
 
-
-def _client(service: str) -> Any:
-    # Made on first use and kept (hypd.aws.clients): a task pays only for the clients it needs.
-    return client(service, SETTINGS.region)
+_client = regional_clients(SETTINGS.region)
 
 
 handler = task_handler(

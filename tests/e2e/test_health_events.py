@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import requests
 
-from hypd_cli.api_client import ApiClient
+from hypd_cli.api_client import ApiClient, ApiError
 from tests.e2e.capacity import CLUSTER, TAG, created_cluster, run
 from tests.e2e.iam_calls import assert_allowed, calls_by_function
 from tests.support import group_body
@@ -305,3 +305,8 @@ def test_a_duplicate_delivery_is_handled_once(api: ApiClient, cloud: Any) -> Non
     cloud.wait_for_executions(timeout=120)
     repairs = [o for o in api.call("listOperations")["operations"] if o["kind"] == "replace-node"]
     assert len(repairs) == 1
+    # A node id that is not an instance id is refused by name, as by the node action routes.
+    with pytest.raises(ApiError) as refused:
+        api.call("getNodeHealth", tag=TAG, nodeId="i-node1")
+    assert refused.value.status == 400
+    assert "nodeId" in str(refused.value.details) + refused.value.message

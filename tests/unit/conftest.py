@@ -11,6 +11,7 @@ import pytest
 from moto import mock_aws
 
 from hypd import clock
+from hypd.aws import clients as aws_clients
 from hypd.aws.dynamodb import Table
 from tests.unit.support import (
     REGION,
@@ -60,9 +61,12 @@ def moto_aws(
     aws_env: None, _boto3_session: boto3.session.Session, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:
     """moto for every AWS API; `boto3.client(...)` (as the handlers call it) uses the cached
-    fake-credential session."""
+    fake-credential session. hypd's kept clients are forgotten for the test: a client copies
+    its session's event handlers when it is made, and tests register handlers on the session
+    (answers moto lacks, faults, call recorders)."""
     with mock_aws():
         monkeypatch.setattr(boto3, "DEFAULT_SESSION", _boto3_session)
+        monkeypatch.setattr(aws_clients, "_CLIENTS", {})
         yield
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 import pytest
 
-from hypd.aws.clients import CLIENT_CONFIG, client, lazy_client
+from hypd.aws.clients import CLIENT_CONFIG, client, lazy_client, regional_clients
 
 
 @pytest.fixture
@@ -41,6 +41,13 @@ def test_another_session_or_endpoint_gets_its_own_client(
 def test_a_lazy_client_is_made_on_first_use(session: boto3.session.Session) -> None:
     get = lazy_client("sqs", "us-west-2")
     assert get() is client("sqs", "us-west-2")
+
+
+def test_regional_clients_are_the_kept_clients_of_their_region(
+        session: boto3.session.Session) -> None:
+    clients = regional_clients("eu-west-1")
+    assert clients("sqs") is client("sqs", "eu-west-1")
+    assert clients("sqs").meta.region_name == "eu-west-1"
 
 
 def test_threads_asking_at_once_share_one_client(session: boto3.session.Session) -> None:

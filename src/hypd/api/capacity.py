@@ -31,6 +31,7 @@ from hypd.api.models import (
     NodeView,
     OperationAccepted,
 )
+from hypd.api.params import NodeId, Tag
 from hypd.api.services import ApiServices
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.capacity import autoscaling
@@ -61,7 +62,6 @@ from hypd.clusters.create_request import (
     hyperpod_cluster_name,
     validate_group_against_catalog,
 )
-from hypd.clusters.models import CLUSTER_TAG_PATTERN
 from hypd.errors import AwsResourceNotFound, ConflictError, NotFoundError
 from hypd.instance_groups.errors import (
     InstanceGroupExists,
@@ -72,17 +72,8 @@ from hypd.instance_groups.errors import (
 from hypd.instance_groups.update import MAX_INSTANCE_GROUPS
 from hypd.operations.models import Operation, OperationKind
 
-Tag = Annotated[str, Path(pattern=CLUSTER_TAG_PATTERN, description="The cluster's tag.")]
 GroupName = Annotated[
     str, Path(pattern=GROUP_NAME_PATTERN, max_length=63, description="The group's name.")
-]
-NodeId = Annotated[
-    str,
-    Path(
-        alias="nodeId",
-        pattern=r"^i-[a-f0-9]{8}(?:[a-f0-9]{9})?$",
-        description="The node's instance id (GET /clusters/{tag}/nodes).",
-    ),
 ]
 TAGS = ["capacity"]
 

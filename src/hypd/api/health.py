@@ -10,28 +10,22 @@ from __future__ import annotations
 from collections import Counter
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from pydantic import Field
 
 from hypd.api.errors import ERROR_RESPONSES, json_response
 from hypd.api.models import ApiModel
+from hypd.api.params import NodeId, Tag
 from hypd.api.services import ApiServices
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.capacity.requests import check_managed
 from hypd.clusters.create_request import hyperpod_cluster_name
-from hypd.clusters.models import CLUSTER_TAG_PATTERN
 from hypd.errors import AwsResourceNotFound, NotFoundError
 from hypd.health.events import HEALTHY
 from hypd.health.policy import HealthPolicy
 from hypd.health.records import AddonHealth, ClusterEvent, HealthEntry, NodeHealth
 
-Tag = Annotated[str, Path(pattern=CLUSTER_TAG_PATTERN, description="The cluster's tag.")]
-NodeId = Annotated[
-    str,
-    Path(alias="nodeId", pattern=r"^i-[0-9A-Za-z]+$", max_length=256,
-         description="The node's instance id."),
-]
 TAGS = ["health"]
 
 

@@ -51,6 +51,12 @@ def client(service: str, region: str | None = None) -> Any:
         return made
 
 
+def regional_clients(region: str | None) -> Callable[[str], Any]:
+    """``clients(service)``: the client of each service in `region`, made on first use (what
+    the task and event handlers are given, so a task pays only for the clients it needs)."""
+    return lambda service: client(service, region)
+
+
 def lazy_client(service: str, region: str | None = None) -> Callable[[], Any]:
     """A client made on first use, so a cold start pays only for the clients it needs."""
     return lambda: client(service, region)
