@@ -35,6 +35,9 @@ handler = task_handler(
                 s3_csi_driver_role_arn=os.environ.get("S3_CSI_DRIVER_ROLE_ARN") or None,
                 network_stack_role_arn=os.environ.get("NETWORK_STACK_ROLE_ARN") or None,
                 dependency_chart=os.environ["DEPENDENCY_CHART"],
+                kubernetes_access_roles=tuple(
+                    arn for arn in os.environ.get("KUBERNETES_ACCESS_ROLE_ARNS", "").split(",")
+                    if arn),
             ),
         )
     )

@@ -19,7 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.credentials import Credentials
+
 from hypd_local.clock import VirtualClock
+from hypd_local.credentials import signing_as
 from hypd_local.lambdas import Invocation, LambdaRuntime
 from hypd_local.template import FunctionSpec
 
@@ -86,36 +89,45 @@ class AsyncInvoker:
             return
         destination = config.on_failure if result.error else config.on_success
         try:
+            # Lambda sends to destinations and dead-letter queues with the function's
+            # execution role: its policy must allow it.
+            credentials = self._lambdas.credentials_of(function)
             if destination:
                 self._send(destination, _record(function, event, result, attempts, self._clock),
-                           success=not result.error)
+                           success=not result.error, credentials=credentials)
             elif result.error and config.dead_letter_arn:
-                self._dead_letter(config.dead_letter_arn, event, result)
+                self._dead_letter(config.dead_letter_arn, event, result, credentials)
         except Exception:
             LOG.exception("cannot route the outcome of %s's asynchronous invocation",
                           function.logical_id)
 
-    def _send(self, arn: str, record: Mapping[str, Any], *, success: bool) -> None:
+    def _send(self, arn: str, record: Mapping[str, Any], *, success: bool,
+              credentials: Credentials | None = None) -> None:
         service = arn.split(":")[2]
         body = json.dumps(record)
         if service == "sqs":
-            self._client("sqs").send_message(QueueUrl=self._queue_url(arn), MessageBody=body)
+            url = self._queue_url(arn)
+            with signing_as(credentials):
+                self._client("sqs").send_message(QueueUrl=url, MessageBody=body)
         elif service == "sns":
-            self._client("sns").publish(TopicArn=arn, Message=body)
+            with signing_as(credentials):
+                self._client("sns").publish(TopicArn=arn, Message=body)
         elif service == "lambda":
             self._lambdas.invoke(arn, record)
         elif service == "events":
             outcome = "Success" if success else "Failure"
-            self._client("events").put_events(Entries=[{
-                "Source": "lambda",
-                "DetailType": f"Lambda Function Invocation Result - {outcome}",
-                "Detail": body,
-                "EventBusName": arn,
-            }])
+            with signing_as(credentials):
+                self._client("events").put_events(Entries=[{
+                    "Source": "lambda",
+                    "DetailType": f"Lambda Function Invocation Result - {outcome}",
+                    "Detail": body,
+                    "EventBusName": arn,
+                }])
         else:
             LOG.warning("destination %s is not supported by the local cloud", arn)
 
-    def _dead_letter(self, arn: str, event: Any, result: Invocation) -> None:
+    def _dead_letter(self, arn: str, event: Any, result: Invocation,
+                     credentials: Credentials | None = None) -> None:
         body = _json(result.payload)
         attributes = {
             "RequestID": result.request_id,
@@ -123,14 +135,17 @@ class AsyncInvoker:
             "ErrorMessage": str(body.get("errorMessage", ""))[:256] or "-",
         }
         if arn.split(":")[2] == "sns":
-            self._client("sns").publish(TopicArn=arn, Message=json.dumps(event))
+            with signing_as(credentials):
+                self._client("sns").publish(TopicArn=arn, Message=json.dumps(event))
             return
-        self._client("sqs").send_message(
-            QueueUrl=self._queue_url(arn),
-            MessageBody=json.dumps(event),
-            MessageAttributes={k: {"DataType": "String", "StringValue": v}
-                               for k, v in attributes.items()},
-        )
+        url = self._queue_url(arn)
+        with signing_as(credentials):
+            self._client("sqs").send_message(
+                QueueUrl=url,
+                MessageBody=json.dumps(event),
+                MessageAttributes={k: {"DataType": "String", "StringValue": v}
+                                   for k, v in attributes.items()},
+            )
 
     def _queue_url(self, arn: str) -> str:
         parts = arn.split(":")

@@ -23,11 +23,12 @@ from typing import Any
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from hypd_local import patches
+from hypd_local import credentials, patches
 from hypd_local.activity import Activity
 from hypd_local.apifront import AdminHandler, ApiFront
 from hypd_local.asyncinvoke import AsyncFailure, AsyncInvoker
 from hypd_local.clock import VirtualClock
+from hypd_local.credentials import Identities, Session
 from hypd_local.emulation import Emulation
 from hypd_local.emulator.faults import Faults, admin_routes
 from hypd_local.eventbus import (
@@ -38,7 +39,7 @@ from hypd_local.eventbus import (
 )
 from hypd_local.lambdas import FunctionNotFound, Invocation, LambdaRuntime
 from hypd_local.provision import provision
-from hypd_local.template import DEFAULT_ACCOUNT_ID, Stack
+from hypd_local.template import DEFAULT_ACCOUNT_ID, FunctionSpec, Stack
 
 LOG = logging.getLogger(__name__)
 
@@ -174,8 +175,11 @@ class LocalCloud:
             parameters=self._parameters,
             aws_endpoint=self.aws_endpoint,
         )
+        credentials.install()
+        self.identities = Identities(lambda: self.client("sts"), self.emulation.directory)
         self._lambdas = LambdaRuntime(self._stack.functions,
-                                      concurrency=self._function_concurrency)
+                                      concurrency=self._function_concurrency,
+                                      sessions=self._function_session)
         self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="local-cloud")
         self._invoker = AsyncInvoker(lambdas=self._lambdas, clock=self.clock, client=self.client)
         self._delivery = EventDelivery(
@@ -190,7 +194,7 @@ class LocalCloud:
         patches.activate(self)
         self.emulation.start(sts_endpoint=self.aws_endpoint)
         self._use_virtual_time_in_domain()
-        provision(self._stack, self.client)
+        provision(self._stack, self.client, self.emulation.directory)
         self._lambdas.warm()
         api = self._choose_api()
         if api is not None:
@@ -234,6 +238,16 @@ class LocalCloud:
         self._restore_environment()
         self._started = False
         self._stopping = False
+
+    def _function_session(self, spec: FunctionSpec) -> Session:
+        """The session of a function's execution role, as Lambda makes it (session name: the
+        function's name)."""
+        return self.identities.session(spec.role_arn, spec.name, "lambda.amazonaws.com")
+
+    def role_session(self, role_arn: str, service: str, session_name: str) -> Session:
+        """The session ``service`` acts in when it assumes ``role_arn`` (a state machine's
+        role, a stack's service role)."""
+        return self.identities.session(role_arn, session_name, service)
 
     # ------------------------------------------------------------------ public API
     @property

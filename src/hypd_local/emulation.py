@@ -17,7 +17,6 @@ them consistent as virtual time passes:
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -33,6 +32,9 @@ from hypd_local.emulator.faults import Faults
 from hypd_local.emulator.hyperpod import AUTOSCALING_FAILS, Catalog, HyperPodEmulator
 from hypd_local.emulator.hyperpod_iam import Role
 from hypd_local.emulator.middleware import EmulatorMiddleware
+from hypd_local.iam.enforce import Enforcer, current_caller
+from hypd_local.iam.principals import Directory
+from hypd_local.iam.world import World
 from hypd_local.kube import AccessDecision, AccessPolicy, KubeApiRegistry, karpenter
 
 LOG = logging.getLogger(__name__)
@@ -164,12 +166,14 @@ class Emulation:
         self.region = region
         self.account_id = account_id
         self.faults = Faults()
+        self.directory = Directory(account_id, region)
         self.eks = EksEmulator(
             clock,
             cast(Any, emit),
             account_id,
             region,
             subnet_vpc=lambda s: self._subnet(s, "vpc_id"),
+            caller_arn=self._caller_arn,
         )
         self.hyperpod = HyperPodEmulator(
             clock,
@@ -180,6 +184,12 @@ class Emulation:
             eks_lookup=self._eks_status,
             subnet_zone=lambda s: self._subnet(s, "availability_zone"),
             role_lookup=self._role,
+        )
+        self.enforcer = Enforcer(
+            account_id=account_id, region=region, directory=self.directory,
+            world=World(account_id, region, self.directory, eks=self.eks,
+                        hyperpod=self.hyperpod),
+            now=clock.now,
         )
         self.kube: KubeApiRegistry | None = None
         # EKS cluster -> joined node name -> the group config HyperPod applied to it
@@ -201,7 +211,15 @@ class Emulation:
             region=self.region,
             account_id=self.account_id,
             after_dispatch=self.check_schedule,
+            enforcer=self.enforcer,
         )
+
+    def _caller_arn(self) -> str:
+        """Who is calling the emulators now: the issued principal's session ARN, or the
+        account's administrator (moto's default identity, as an IAM user)."""
+        caller = current_caller()
+        return caller.caller_arn if caller is not None else (
+            f"arn:aws:iam::{self.account_id}:user/moto")
 
     def start(self, sts_endpoint: str) -> None:
         # Clients sign tokens with the real time: their age is judged on the wall clock.
@@ -526,26 +544,11 @@ class Emulation:
             return None
 
     def _role(self, arn: str) -> Role | None:
-        """The IAM role ``arn`` from moto's IAM: trust policy, inline and attached managed
-        policies (their default versions), permissions boundary; None if there is none."""
-        from moto.iam.models import iam_backends
-        from moto.utilities.utils import get_partition
-
-        backend = iam_backends[self.account_id][get_partition(self.region)]
-        try:
-            role = backend.get_role_by_arn(arn)
-        except Exception:  # moto's NoSuchEntity: HyperPod would not find it either
+        """The IAM role ``arn`` as HyperPod sees it (trust, policies, boundary), or None."""
+        record = self.directory.role(arn)
+        if record is None:
             return None
-        policies = [*role.policies.values()]
-        policies += [_default_document(p) for p in role.managed_policies.values()]
-        boundary_arn = (role.permissions_boundary or {}).get("PermissionsBoundaryArn")
-        boundary: Any | None = None
-        if boundary_arn:
-            try:
-                boundary = _default_document(backend.get_policy(boundary_arn))
-            except Exception:  # a boundary that does not exist allows nothing
-                boundary = json.dumps({"Statement": []})
-        return Role(arn, role.assume_role_policy_document, tuple(policies), boundary)
+        return Role(record.arn, record.trust_policy, record.policies, record.boundary)
 
     def _subnet(self, subnet_id: str, attribute: str) -> str | None:
         from moto.ec2.models import ec2_backends
@@ -562,14 +565,6 @@ def _eks_name(cluster: Mapping[str, Any]) -> str:
     """The name of the EKS cluster a HyperPod cluster (DescribeCluster) is orchestrated by."""
     eks_arn = ((cluster.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn", "")
     return str(eks_arn).rsplit("/", 1)[-1]
-
-
-def _default_document(policy: Any) -> Any:
-    """The document of a moto managed policy's default version."""
-    for version in policy.versions:
-        if version.is_default:
-            return version.document
-    return json.dumps({"Statement": []})
 
 
 class _BadField(ValueError):

@@ -35,6 +35,9 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any
 
+from botocore.credentials import Credentials
+
+from hypd_local.credentials import Session, signing_as
 from hypd_local.template import FunctionSpec
 
 LOG = logging.getLogger(__name__)
@@ -101,13 +104,19 @@ class LambdaRuntime:
         *,
         concurrency: int | None = 1,
         module_prefix: str = "hypd_fn_",
+        sessions: Callable[[FunctionSpec], Session] | None = None,
     ) -> None:
         """``concurrency``: invocations of one function that may run at once (None: no limit).
 
         The default of 1 gives each function one warm execution environment, as handler code
         written for Lambda expects: its module globals are never used by two invocations at
         once. Other invocations of the same function queue (different functions run in parallel).
+
+        ``sessions``: the session of a function's execution role (``hypd_local.credentials``);
+        its keys are in the function's environment at import and every request an invocation
+        signs uses them. None: functions act with the process's credentials.
         """
+        self._sessions = sessions
         self._by_logical_id = dict(functions)
         self._slots = {
             logical_id: threading.BoundedSemaphore(concurrency) if concurrency else None
@@ -154,7 +163,7 @@ class LambdaRuntime:
                               failure=exc.cause)
         context = LambdaContext(spec, request_id)
         try:
-            with self._slot(spec):
+            with self._slot(spec), signing_as(self.credentials_of(spec)):
                 result = handler(event, context)
         except Exception as exc:
             LOG.info("%s raised %s: %s", spec.logical_id, type(exc).__name__, exc)
@@ -176,6 +185,14 @@ class LambdaRuntime:
             LOG.warning("%s ran %.0f ms, longer than its Timeout of %s s (not enforced locally)",
                         spec.logical_id, elapsed, spec.timeout)
         return Invocation(spec, request_id, payload, False, duration_ms=elapsed)
+
+    def session_of(self, spec: FunctionSpec) -> Session | None:
+        """The session of the function's execution role (None without ``sessions``)."""
+        return self._sessions(spec) if self._sessions is not None else None
+
+    def credentials_of(self, spec: FunctionSpec) -> Credentials | None:
+        session = self.session_of(spec)
+        return session.credentials if session is not None else None
 
     @contextmanager
     def _slot(self, spec: FunctionSpec) -> Iterator[None]:
@@ -232,7 +249,11 @@ class LambdaRuntime:
             self._sys_paths.append(code_dir)
         before = set(sys.modules)
         try:
-            with _environment(spec.lambda_environment()):
+            environment = spec.lambda_environment()
+            session = self.session_of(spec)
+            if session is not None:  # as Lambda: the execution role's keys
+                environment.update(session.environment())
+            with _environment(environment), signing_as(self.credentials_of(spec)):
                 module = self._load_module(spec, module_path)
         except _InitError:
             raise

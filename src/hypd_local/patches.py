@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hypd_local.activity import Activity
 from hypd_local.clock import VirtualClock
+from hypd_local.credentials import Session
 from hypd_local.eventbus import EventDelivery
 from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
 
@@ -109,6 +110,8 @@ class Engine(Protocol):
     def execution_ended(self, execution: Any) -> None: ...
 
     def execution_crashed(self, execution: Any, error: BaseException) -> None: ...
+
+    def role_session(self, role_arn: str, service: str, session_name: str) -> Session: ...
 
 
 _state_lock = threading.Lock()
@@ -708,23 +711,47 @@ def _patch_interpreter_clients() -> None:
     from moto.stepfunctions.parser.asl.utils import boto_client
 
     original: Any = boto_client.boto_client_for
-    clients: dict[tuple[str, str, str], Any] = {}
+    clients: dict[tuple[str, str, str, str | None], Any] = {}
     lock = threading.Lock()
 
     # The interpreter makes a new boto3 client for every Lambda task it runs (tens of
-    # milliseconds of botocore set-up each time); one per Region, service and moto port does.
+    # milliseconds of botocore set-up each time); one per Region, service, moto port and role
+    # does. Its calls are signed as the state machine's role (the execution's RoleArn), as
+    # Step Functions makes them on AWS, so they are authorised against that role's policies.
     def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        import boto3
+        from botocore.config import Config
         from moto.core.models import botocore_stubber
         from moto.settings import moto_server_port
+        from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import (
+            TimeoutSeconds,
+        )
 
-        if state_credentials is not None or botocore_stubber.enabled:
+        if botocore_stubber.enabled:
             return original(region, service, state_credentials)
-        key = (region, service, str(moto_server_port()))
+        cloud = active()
+        role_arn = getattr(state_credentials, "role_arn", None)
+        frozen = (cloud.role_session(role_arn, "states.amazonaws.com", "StepFunctions")
+                  .credentials.get_frozen_credentials() if role_arn and cloud else None)
+        # Keyed by the session's key: the next cloud's sessions have new ones.
+        key = (region, service, str(moto_server_port()), frozen.access_key if frozen else None)
         with lock:
             client = clients.get(key)
-            if client is None:
-                client = clients[key] = original(region, service)
+        if client is not None:
             return client
+        if frozen is not None:
+            client = boto3.client(
+                service, region_name=region, endpoint_url=f"http://localhost:{moto_server_port()}",
+                aws_access_key_id=frozen.access_key, aws_secret_access_key=frozen.secret_key,
+                aws_session_token=frozen.token,
+                config=Config(parameter_validation=False,
+                              retries={"max_attempts": 0, "total_max_attempts": 1},
+                              connect_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS,
+                              read_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS))
+        else:
+            client = original(region, service)
+        with lock:
+            return clients.setdefault(key, client)
 
     for module in list(sys.modules.values()):
         if getattr(module, "boto_client_for", None) is original:

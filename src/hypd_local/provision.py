@@ -15,6 +15,8 @@ import zipfile
 from collections.abc import Callable
 from typing import Any
 
+from hypd_local.iam.policy import trusts
+from hypd_local.iam.principals import Directory
 from hypd_local.intrinsics import TemplateError
 from hypd_local.template import Stack
 
@@ -23,9 +25,13 @@ LOG = logging.getLogger(__name__)
 ClientFactory = Callable[[str], Any]
 
 
-def provision(stack: Stack, client: ClientFactory) -> None:
-    """Create every emulated resource of ``stack`` in the moto server behind ``client``."""
-    _provision_iam(stack, client("iam"))
+def provision(stack: Stack, client: ClientFactory, directory: Directory | None = None) -> None:
+    """Create every emulated resource of ``stack`` in the moto server behind ``client``.
+
+    ``directory`` (the local cloud's IAM) makes the AWS managed policies the roles attach known
+    to moto, from moto's copy of AWS's documents, so that they count when calls are authorised.
+    """
+    _provision_iam(stack, client("iam"), directory)
 
     logs = client("logs")
     for group in stack.log_groups.values():
@@ -69,6 +75,7 @@ def provision(stack: Stack, client: ClientFactory) -> None:
         _check(layer.logical_id, "layer version ARN", layer.arn, arn)
 
     for function in stack.functions.values():
+        _check_assumable(stack, function.logical_id, function.role_arn, directory)
         args: dict[str, Any] = {
             "FunctionName": function.name,
             "Runtime": function.runtime,
@@ -133,7 +140,22 @@ def provision(stack: Stack, client: ClientFactory) -> None:
             )
 
 
-def _provision_iam(stack: Stack, iam: Any) -> None:
+def _check_assumable(stack: Stack, logical_id: str, role_arn: str,
+                     directory: Directory | None) -> None:
+    """Lambda refuses a function whose role it cannot assume (CreateFunction fails)."""
+    trust = next((r.assume_role_policy for r in stack.roles.values() if r.arn == role_arn), None)
+    if trust is None and directory is not None:
+        record = directory.role(role_arn)
+        trust = record.trust_policy if record is not None else None
+    if trust is None:
+        raise TemplateError(f"{logical_id}: InvalidParameterValueException: the role "
+                            f"{role_arn} does not exist")
+    if not trusts(trust, "lambda.amazonaws.com"):
+        raise TemplateError(f"{logical_id}: InvalidParameterValueException: The role defined "
+                            "for the function cannot be assumed by Lambda.")
+
+
+def _provision_iam(stack: Stack, iam: Any, directory: Directory | None = None) -> None:
     """Managed policies first (roles name them as boundaries and managed policies), then the
     roles with their inline and managed policies, then the policies' ``Roles`` attachments."""
     for policy in stack.managed_policies.values():
@@ -152,8 +174,10 @@ def _provision_iam(stack: Stack, iam: Any) -> None:
         _check(role.logical_id, "role ARN", role.arn, arn)
         for name, document in role.policies:
             iam.put_role_policy(RoleName=role.name, PolicyName=name,
-                                PolicyDocument=json.dumps(document))
+                                PolicyDocument=json.dumps(_versioned(document)))
         for policy_arn in role.managed_policy_arns:
+            if directory is not None and ":iam::aws:policy/" in policy_arn:
+                directory.ensure_aws_managed_policy(policy_arn)
             try:
                 iam.attach_role_policy(RoleName=role.name, PolicyArn=policy_arn)
             except iam.exceptions.NoSuchEntityException:
@@ -163,6 +187,14 @@ def _provision_iam(stack: Stack, iam: Any) -> None:
     for policy in stack.managed_policies.values():
         for role_name in policy.roles:
             iam.attach_role_policy(RoleName=role_name, PolicyArn=policy.arn)
+
+
+def _versioned(document: Any) -> Any:
+    """SAM writes inline policies without a Version, which IAM reads as 2008-10-17 and moto
+    refuses; none of them uses policy variables, the one difference of 2012-10-17."""
+    if isinstance(document, dict) and "Version" not in document:
+        return {"Version": "2012-10-17", **document}
+    return document
 
 
 def _check(logical_id: str, what: str, planned: str, actual: str) -> None:

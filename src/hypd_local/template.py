@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hypd_local import sam_roles
 from hypd_local.intrinsics import NO_VALUE, Resolver, TemplateError, is_intrinsic, scalar_str
 
 LOG = logging.getLogger(__name__)
@@ -975,10 +976,31 @@ class Stack:
         )
         if role is None:
             role_res = self._planned[f"{logical_id}Role"]
-            self.roles[role_res.logical_id] = RoleSpec(
-                role_res.logical_id, role_res.ref, role_res.attributes["Arn"], _lambda_trust()
-            )
+
+            def destination_arn(condition: str, destination: Mapping[str, Any]) -> Any:
+                if "Destination" in destination:
+                    return destination["Destination"]
+                return {"Fn::GetAtt": [f"{logical_id}EventInvokeConfig{condition}Queue",
+                                       "Arn"]}
+
+            trust, managed, inline = sam_roles.function_role(
+                logical_id, self._props(logical_id), self.partition, destination_arn)
+            self._add_sam_role(role_res, trust, managed, inline,
+                               self._resolve_prop(logical_id, "PermissionsBoundary"))
         self._build_sam_events(logical_id, res.attributes["Arn"], target_kind="Lambda")
+
+    def _add_sam_role(self, role_res: Resource, trust: Mapping[str, Any], managed: list[Any],
+                      inline: list[tuple[str, Any]], boundary: Any) -> None:
+        where = f"Resources.{role_res.generated_by}.Properties"
+        self.roles[role_res.logical_id] = RoleSpec(
+            role_res.logical_id, role_res.ref, role_res.attributes["Arn"], trust,
+            permissions_boundary=scalar_str(boundary, f"{where}.PermissionsBoundary")
+            if boundary is not None else None,
+            policies=tuple((name, self.resolve(document, f"{where}.Policies ({name})"))
+                           for name, document in inline),
+            managed_policy_arns=tuple(scalar_str(self.resolve(arn, f"{where}.Policies"),
+                                                 f"{where}.Policies") for arn in managed),
+        )
 
     def _async_config(self, logical_id: str, where: str) -> AsyncConfig | None:
         invoke_config = self._resolve_prop(logical_id, "EventInvokeConfig")
@@ -1042,9 +1064,10 @@ class Stack:
         else:
             role_res = self._planned[f"{logical_id}Role"]
             role_arn = role_res.attributes["Arn"]
-            self.roles[role_res.logical_id] = RoleSpec(
-                role_res.logical_id, role_res.ref, role_arn, _service_trust("states.amazonaws.com")
-            )
+            trust, managed, inline = sam_roles.state_machine_role(
+                logical_id, props, self.partition)
+            self._add_sam_role(role_res, trust, managed, inline,
+                               self._resolve_prop(logical_id, "PermissionsBoundary"))
         self.state_machines[logical_id] = StateMachineSpec(
             logical_id=logical_id,
             name=res.attributes["Name"],

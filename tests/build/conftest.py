@@ -93,3 +93,15 @@ def sam_build(tmp_path_factory: pytest.TempPathFactory, template: dict[str, Any]
     for logical_id in resources_of_type(template, LAYER_TYPE):
         assert (build_dir / logical_id / "python").is_dir(), f"{logical_id} has no python/ dir"
     return SamBuild(build_dir=build_dir)
+
+
+@pytest.fixture(scope="session")
+def transformed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """template.yaml after the SAM transform (the SAM CLI's translator), as CloudFormation
+    JSON."""
+    python = require_tool(SAM_VENV / "bin" / "python")
+    target = tmp_path_factory.mktemp("transform") / "transformed.json"
+    script = ROOT / "tests" / "build" / "sam_transform.py"
+    result = run([str(python), str(script), str(TEMPLATE), str(target)])
+    assert result.returncode == 0, result.stderr
+    return target

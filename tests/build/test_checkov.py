@@ -18,7 +18,7 @@ import pytest
 
 from hypd_local.template import resources_of_type
 from tests.build.conftest import require_tool, run
-from tests.build.support import CHECKOV_VENV, FUNCTION_TYPE, ROOT, SAM_VENV, TEMPLATE
+from tests.build.support import CHECKOV_VENV, FUNCTION_TYPE, ROOT, TEMPLATE
 
 pytestmark = pytest.mark.build
 
@@ -78,17 +78,6 @@ def test_every_skipped_check_has_a_reason() -> None:
 
 def test_checkov_sam_template() -> None:
     assert_clean(checkov(TEMPLATE))
-
-
-@pytest.fixture(scope="module")
-def transformed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """template.yaml after the SAM transform, as CloudFormation JSON."""
-    python = require_tool(SAM_VENV / "bin" / "python")
-    target = tmp_path_factory.mktemp("transform") / "transformed.json"
-    script = ROOT / "tests" / "build" / "sam_transform.py"
-    result = run([str(python), str(script), str(TEMPLATE), str(target)])
-    assert result.returncode == 0, result.stderr
-    return target
 
 
 def test_checkov_transformed_template(transformed: Path) -> None:

@@ -1,80 +1,53 @@
-"""Recording the AWS calls each function makes on the local cloud, and checking them against
-the function's policy statements in template.yaml (wildcards as IAM reads them; conditions
-are not evaluated)."""
+"""What the functions did on the local cloud, as IAM saw it.
+
+The local cloud authorises every call a function makes against the policies of the
+function's own role (hypd_local.iam): a call its role does not allow fails there with
+AccessDenied. These helpers record, for each function, the API calls authorised for its role
+and every denial, so a test can show that a path ran as the functions it should and that IAM
+refused nothing on the way.
+"""
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from fnmatch import fnmatchcase
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from hypd_local.calls import Call, watch_calls
-from hypd_local.template import read_template
-from tests.conftest import ROOT
-
-ACTION_OF_CALL = {
-    # HeadBucket is authorised as s3:ListBucket.
-    "s3:HeadBucket": "s3:ListBucket",
-    # TransactWriteItems is authorised item by item; hypd's transactions only put.
-    "dynamodb:TransactWriteItems": "dynamodb:PutItem",
-}
-NEEDS_NO_PERMISSION = {"sts:GetCallerIdentity"}
+from hypd_local.iam.enforce import Authorization
 
 
-def policy_actions(logical_id: str) -> set[str]:
-    template = read_template(ROOT / "template.yaml")
-    actions: set[str] = set()
-    for policy in template["Resources"][logical_id]["Properties"].get("Policies", []):
-        for statement in policy.get("Statement", []) if isinstance(policy, dict) else []:
-            if statement.get("Effect") == "Allow":
-                action = statement["Action"]
-                actions.update([action] if isinstance(action, str) else action)
-    return actions
+@dataclass
+class Calls:
+    """API calls (``prefix:Operation``) by function, and every denial of any principal."""
+
+    by_function: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    denials: list[str] = field(default_factory=list)
+
+    def __getitem__(self, function: str) -> set[str]:
+        return self.by_function[function]
 
 
 @pytest.fixture
-def calls_by_function(cloud: Any) -> Iterator[dict[str, set[str]]]:
-    """`service:Operation` of every boto3 call, by the function whose invocation made it."""
-    recorded: dict[str, set[str]] = defaultdict(set)
-    current = threading.local()
+def calls_by_function(cloud: Any) -> Iterator[Calls]:
+    roles = {spec.role_arn: logical_id for logical_id, spec in cloud.stack.functions.items()}
+    calls = Calls()
 
-    def record(call: Call) -> None:
-        function = getattr(current, "function", None)
-        if function is not None:
-            recorded[function].add(call.action)
+    def observe(authorization: Authorization) -> None:
+        function = roles.get(authorization.principal.arn)
+        if authorization.denial is not None:
+            calls.denials.append(authorization.denial.message)
+        elif function is not None:
+            calls.by_function[function].add(authorization.operation)
 
-    runtime = cloud.lambdas
-    original = runtime.invoke
-
-    def invoke(function: Any, event: Any) -> Any:
-        outer = getattr(current, "function", None)
-        current.function = function if isinstance(function, str) else function.logical_id
-        try:
-            return original(function, event)
-        finally:
-            current.function = outer
-
-    runtime.invoke = invoke
-    try:
-        with watch_calls(record):
-            yield recorded
-    finally:
-        runtime.invoke = original
+    with cloud.emulation.enforcer.watch(observe):
+        yield calls
 
 
-def assert_allowed(calls_by_function: dict[str, set[str]], functions: Iterable[str]) -> None:
-    """Every recorded call of each function is an action of its policy."""
+def assert_allowed(calls: Calls, functions: Iterable[str]) -> None:
+    """Each function made calls as its own role, and IAM denied nobody anything."""
     for function in functions:
-        allowed = policy_actions(function)
-        calls = {ACTION_OF_CALL.get(c, c) for c in calls_by_function[function]}
-        assert calls, f"{function} made no AWS call"
-        denied = sorted(
-            call
-            for call in calls - NEEDS_NO_PERMISSION
-            if not any(fnmatchcase(call, pattern) for pattern in allowed)
-        )
-        assert denied == [], f"{function}'s policy does not allow {denied}"
+        assert calls[function], f"{function} made no AWS call as its role"
+    assert calls.denials == []

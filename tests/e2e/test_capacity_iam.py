@@ -1,4 +1,5 @@
-"""Every AWS call the capacity operations make is allowed by their functions' policies.
+"""Every AWS call the capacity operations make is allowed by their functions' roles, as IAM
+authorises it on the local cloud (resource types, conditions, PassRole, the boundary).
 
 One run covers every path that calls AWS: a group added in a dedicated subnet, scaled, a
 verification that times out and reads the cluster's events, node actions, autoscaling on and
@@ -11,7 +12,7 @@ from typing import Any
 
 from hypd_cli.api_client import ApiClient
 from tests.e2e.capacity import TAG, created_cluster, run
-from tests.e2e.iam_calls import assert_allowed, calls_by_function
+from tests.e2e.iam_calls import Calls, assert_allowed, calls_by_function
 from tests.support import group_body
 
 __all__ = ["calls_by_function"]  # the fixture
@@ -20,7 +21,7 @@ FUNCTIONS = ("CapacityTasksFunction", "ApiFunction", "ClusterEventsFunction")
 
 
 def test_the_capacity_calls_are_allowed_by_the_functions_policies(
-    cloud: Any, api: ApiClient, calls_by_function: dict[str, set[str]]
+    cloud: Any, api: ApiClient, calls_by_function: Calls
 ) -> None:
     created_cluster(api, cloud, group_body(count=1))
     added = run(api, cloud, api.call("addInstanceGroup", tag=TAG, body=group_body(

@@ -1,10 +1,9 @@
-"""Every AWS call the create pipeline's functions make is allowed by their policies.
+"""Every AWS call the create pipeline's functions make is allowed by their roles' policies.
 
 The pipeline runs on the local cloud (S3 and FSx storage, and a retry that replaces failed EKS
-and HyperPod clusters); each call a function's handler makes is recorded with botocore's
-`before-call` event and attributed to the function through the invocation that made it. The
-IAM action of every call must be among the actions of that function's policy statements in
-template.yaml (wildcards as IAM reads them; conditions are not evaluated here).
+and HyperPod clusters) in a fresh account (no service-linked role yet), each function as its
+own role, every call authorised as IAM would (resource types, conditions, PassRole): the path
+succeeds, every function made its calls as its role, and IAM denied nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import Any
 
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
-from tests.e2e.iam_calls import assert_allowed, calls_by_function
+from tests.e2e.iam_calls import Calls, assert_allowed, calls_by_function
 
 __all__ = ["calls_by_function"]  # the fixture
 
@@ -22,7 +21,7 @@ BUCKET = "hypd-iam-data"
 
 
 def test_the_pipelines_calls_are_allowed_by_its_functions_policies(
-    cloud: Any, api: ApiClient, calls_by_function: dict[str, set[str]]
+    cloud: Any, api: ApiClient, calls_by_function: Calls
 ) -> None:
     cloud.client("s3").create_bucket(
         Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}

@@ -13,7 +13,7 @@ import requests
 
 from hypd_cli.api_client import ApiClient, ApiError
 from tests.e2e.capacity import CLUSTER, TAG, created_cluster, run
-from tests.e2e.iam_calls import assert_allowed, calls_by_function
+from tests.e2e.iam_calls import Calls, assert_allowed, calls_by_function
 from tests.support import group_body
 
 __all__ = ["calls_by_function"]  # the fixture
@@ -210,7 +210,7 @@ def node_health(node_id: str, n: int) -> dict[str, Any]:
 
 def test_an_event_storm_cannot_churn_the_cluster(
     api: ApiClient, cloud: Any, capfd: pytest.CaptureFixture[str],
-    calls_by_function: dict[str, set[str]],
+    calls_by_function: Calls,
 ) -> None:
     created_cluster(api, cloud, group_body(count=4))
     api.call("setHealthPolicy", tag=TAG,

@@ -86,9 +86,20 @@ def api_for(cloud: Any, state: EksState, session: boto3.session.Session | None =
                           eks_token(sts, state.name, now=cloud.clock.now()).value)
 
 
+def pod_identity_role(cloud: Any) -> str:
+    """The CSI driver's role: EKS refuses a pod identity role that does not trust it."""
+    name = CSI_ROLE.rsplit("/", 1)[-1]
+    cloud.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Action": ["sts:AssumeRole", "sts:TagSession"],
+            "Principal": {"Service": "pods.eks.amazonaws.com"}}]}))
+    return CSI_ROLE
+
+
 def test_addons_are_installed_in_dependency_order_with_the_csi_pod_identity(cloud: Any) -> None:
     state = active_cluster(cloud)
     eks = cloud.client("eks")
+    pod_identity_role(cloud)
 
     steps = install(cloud, state.name, pod_identity_role_arn=CSI_ROLE)
 

@@ -91,9 +91,11 @@ def test_managed_policies_and_roles_are_provisioned_in_moto() -> None:
         role = iam.get_role(RoleName="hypd-OperatorRole")["Role"]
         assert role["PermissionsBoundary"]["PermissionsBoundaryArn"] == boundary
         assert role["Arn"] == f"arn:aws:iam::{ACCOUNT}:role/hypd/hypd-OperatorRole"
+        # (an AWS managed policy from moto's copy of AWS's documents)
         attached = iam.list_attached_role_policies(RoleName="hypd-OperatorRole")
         assert sorted(p["PolicyArn"] for p in attached["AttachedPolicies"]) == sorted(
-            [boundary, cloud.resources["ReadClustersPolicy"]])
+            [boundary, cloud.resources["ReadClustersPolicy"],
+             "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"])
         assert iam.list_role_policies(RoleName="hypd-OperatorRole")["PolicyNames"] == ["nodes"]
 
         # A role created at run time can have the policy as its boundary

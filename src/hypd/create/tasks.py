@@ -63,6 +63,9 @@ class CreateSettings:
     s3_csi_driver_role_arn: str | None
     network_stack_role_arn: str | None
     dependency_chart: str
+    kubernetes_access_roles: tuple[str, ...] = ()
+    """The roles of the other functions that use the cluster's Kubernetes API (the capacity
+    tasks): each gets an access entry of its own, as this function does."""
 
 
 @dataclass
@@ -215,7 +218,10 @@ def build_router(services: CreateServices) -> TaskRouter:
             _operation, resolved = load(task.operation_id)
             eks = services.client("eks")
             principal = control_plane.principal_of(services.client("sts"))
-            control_plane.ensure_admin_access(eks, resolved.eks_cluster_name, principal)
+            # EKS admits a principal by its own access entry: every function that calls the
+            # cluster's Kubernetes API needs one.
+            for role in (principal, *services.settings.kubernetes_access_roles):
+                control_plane.ensure_admin_access(eks, resolved.eks_cluster_name, role)
             state = control_plane.read_eks_cluster(eks, resolved.eks_cluster_name)
             return EksOutput(
                 name=resolved.eks_cluster_name,

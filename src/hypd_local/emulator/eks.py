@@ -1111,6 +1111,31 @@ class EksEmulator:
         self._advance()
         return sorted(self._cluster(cluster_name).addons)
 
+    # ------------------------------------------------------------------ authorisation facts
+    # What IAM reads of a resource to authorise a request on it: its ARN and tags (None: it
+    # does not exist, and IAM authorises the ARN the request would have named).
+
+    @_locked
+    def cluster_facts(self, name: str) -> tuple[str, dict[str, str]] | None:
+        cluster = self._clusters.get(name)
+        if cluster is None:
+            return None
+        return cluster.arn, dict(cluster.spec.get("tags") or {})
+
+    @_locked
+    def addon_facts(self, cluster_name: str, addon_name: str
+                    ) -> tuple[str, dict[str, str]] | None:
+        cluster = self._clusters.get(cluster_name)
+        addon = cluster.addons.get(addon_name) if cluster is not None else None
+        return (addon.arn, dict(addon.tags)) if addon is not None else None
+
+    @_locked
+    def access_entry_facts(self, cluster_name: str, principal_arn: str
+                           ) -> tuple[str, dict[str, str]] | None:
+        cluster = self._clusters.get(cluster_name)
+        entry = cluster.access_entries.get(principal_arn) if cluster is not None else None
+        return (entry.arn, dict(entry.tags)) if entry is not None else None
+
 
 def _same_principal(a: str, b: str) -> bool:
     """Same IAM principal, ignoring the role path (session ARNs do not carry it)."""

@@ -1332,6 +1332,23 @@ class HyperPodEmulator:
             raise ResourceNotFound(f"Resource '{arn}' not found.")
         return c
 
+    def cluster_facts(self, name_or_arn: str) -> tuple[str, dict[str, str]] | None:
+        """A cluster's ARN and tags, for authorising a request on it; None when there is none
+        (IAM then authorises the request against ``cluster/*``)."""
+        with self._lock:
+            now = self._now()
+            for c in self._clusters.values():
+                if name_or_arn in (c.name, c.arn) and c.status.at(now) is not None:
+                    return c.arn, {t["Key"]: t["Value"] for t in c.tags}
+        return None
+
+    def training_plan_arn(self, name_or_arn: str) -> str | None:
+        with self._lock:
+            for plan in self._plans.values():
+                if name_or_arn in (plan.seed.name, plan.arn):
+                    return plan.arn
+        return None
+
     @_operation
     def list_tags(self, req: dict[str, Any]) -> dict[str, Any]:
         c = self._tagged(req["ResourceArn"], self._now())

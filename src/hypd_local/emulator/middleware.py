@@ -16,13 +16,22 @@ and the operation (the protocol layer: the target, the method and path for rest-
 3. otherwise the request goes to moto unchanged (the body is replayed if it was read).
 
 A query / ec2 request's body is read (to find ``Action=``) only while a fault is pending for its
-service; then it is put back byte for byte for moto.
+service, or when the request must be authorised; then it is put back byte for byte for moto.
+
+With an ``enforcer`` (``hypd_local.iam.enforce``), before faults and dispatch:
+
+0. a request signed by a principal the local cloud issued (a function's role, a state
+   machine's...) is authorised as IAM would (a denial is the service's AccessDenied error); a
+   request of such a principal to a service this middleware does not know is refused, so that
+   nothing passes unauthorised; the services' own checks of the roles a request hands them and
+   of service-linked roles run for every caller.
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -43,6 +52,7 @@ from hypd_local.emulator.protocol import (
     protocol_for,
 )
 from hypd_local.emulator.validation import validate
+from hypd_local.iam.enforce import Enforcer, denial_error
 
 LOG = logging.getLogger("hypd_local.emulator")
 
@@ -51,9 +61,12 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/]+)/([^/]+)/aws4_request")
 _QUERY_SCOPE = re.compile(r"^[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request$")
 
-# The services the control plane calls (faults can be injected into each of them).
+# The services the control plane calls (faults can be injected into each of them, and their
+# requests are authorised).
 DEFAULT_SERVICES = ("sagemaker", "eks", "cloudformation", "ec2", "s3", "sts", "iam", "dynamodb",
-                    "stepfunctions", "fsx")
+                    "stepfunctions", "fsx", "lambda", "sns", "sqs", "events", "logs")
+# Services whose own checks (roles handed to them, service-linked roles) the enforcer runs.
+_CHECKED_SERVICES = frozenset({"eks", "sagemaker", "fsx", "cloudformation"})
 
 
 @functools.cache
@@ -81,8 +94,10 @@ class EmulatorMiddleware:
         services: Iterable[str] | None = None,
         session: Any = None,
         after_dispatch: Callable[[], None] | None = None,
+        enforcer: Enforcer | None = None,
     ) -> None:
         self.app = app
+        self.enforcer = enforcer
         self.after_dispatch = after_dispatch
         self.emulators = dict(emulators)
         self.faults = faults if faults is not None else Faults()
@@ -140,17 +155,26 @@ class EmulatorMiddleware:
                  ) -> Iterable[bytes]:
         request = HttpRequest.from_environ(environ)
         service = self.service_of(request)
+        principal = self.enforcer.principal_of(request) if self.enforcer is not None else None
         if service is None:
+            if principal is not None:
+                return _respond(start_response, _unknown_service(request, principal.caller_arn))
             return self.app(environ, start_response)
         protocol = self.protocols[service]
         emulator = self.emulators.get(service)
-        if protocol.reads_body:
-            if emulator is None and not self.faults.has(service):
+        checked = self.enforcer is not None and (principal is not None
+                                                 or service in _CHECKED_SERVICES)
+        if protocol.reads_body or checked:
+            if emulator is None and not self.faults.has(service) and not checked:
                 return self.app(environ, start_response)
             request.body = _read_body(environ)
         operation = protocol.identify(request)
         if operation is None:
             return self.app(environ, start_response)
+        if checked:
+            refused = self._authorize(service, operation, request, principal)
+            if refused is not None:
+                return _respond(start_response, refused)
         fault = self.faults.error_for(protocol.model, operation)
         method = getattr(emulator, xform_name(operation), None) if emulator is not None else None
         if fault is None and not callable(method):
@@ -165,11 +189,51 @@ class EmulatorMiddleware:
             return _respond(start_response, response)
         assert method is not None
         try:
-            response = self.dispatch(service, operation, request, method)
+            if self.enforcer is not None:
+                with self.enforcer.acting(principal):
+                    response = self.dispatch(service, operation, request, method)
+            else:
+                response = self.dispatch(service, operation, request, method)
         finally:
             if self.after_dispatch is not None:
                 self.after_dispatch()
         return _respond(start_response, response)
+
+    def _authorize(self, service: str, operation: str, request: HttpRequest,
+                   principal: Any) -> HttpResponse | None:
+        """The response refusing the request (IAM's denial or the service's own check), or
+        None when it may go on."""
+        assert self.enforcer is not None
+        protocol = self.protocols[service]
+        try:
+            params = protocol.parse(request, operation)
+        except AwsError as error:  # malformed: the service answers it
+            LOG.debug("%s %s not parsed for authorisation: %s", service, operation, error)
+            return None
+        try:
+            if principal is not None:
+                denial = self.enforcer.authorize(principal, service,
+                                                 str(protocol.model.signing_name), operation,
+                                                 params)
+                if denial is not None:
+                    LOG.info("denied: %s", denial.message)
+                    return self._error(protocol, request,
+                                       denial_error(service, protocol.name, denial))
+            self.enforcer.before(service, operation, params, principal)
+        except AwsError as error:
+            return self._error(protocol, request, error)
+        except LookupError as exc:  # Unresolvable / UnknownAction: refused, loudly
+            LOG.error("not authorised (%s %s): %s", service, operation, exc)
+            return self._error(protocol, request, AwsError(
+                str(exc), code=_DENIAL_CODE.get(protocol.name, "AccessDenied"), status=403))
+        return None
+
+    @staticmethod
+    def _error(protocol: Protocol, request: HttpRequest, error: AwsError) -> HttpResponse:
+        response = protocol.serialize_error(error)
+        if request.method == "HEAD":  # no body: botocore takes the code from the status
+            response.body = b""
+        return response
 
     def dispatch(self, service: str, operation: str, request: HttpRequest,
                  method: Callable[[dict[str, Any]], Any]) -> HttpResponse:
@@ -190,6 +254,19 @@ class EmulatorMiddleware:
                 AwsError("An internal error occurred.", code="InternalFailure", status=500),
                 request_id,
             )
+
+
+_DENIAL_CODE = {"json": "AccessDeniedException", "rest-json": "AccessDeniedException",
+                "ec2": "UnauthorizedOperation"}
+
+
+def _unknown_service(request: HttpRequest, caller_arn: str) -> HttpResponse:
+    scope = _SCOPE.search(request.headers.get("authorization", ""))
+    name = scope.group(2) if scope else "an unknown service"
+    body = json.dumps({"__type": "AccessDeniedException", "message": (
+        f"User: {caller_arn} is not authorized: the local cloud does not authorise requests "
+        f"to {name} (add the service to hypd_local.emulator.middleware.DEFAULT_SERVICES)")})
+    return HttpResponse(403, [("Content-Type", "application/x-amz-json-1.1")], body.encode())
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:

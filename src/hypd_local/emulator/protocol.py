@@ -1,8 +1,9 @@
 """Request parsing and response serialisation for botocore's protocols, driven by the models.
 
 ``json`` and ``rest-json`` are complete (requests parsed, responses and errors serialised:
-emulators serve them); ``query``, ``ec2`` and ``rest-xml`` only identify the operation of a
-request and serialise errors, which is what injected faults need.
+emulators serve them); ``query``, ``ec2`` and ``rest-xml`` identify the operation of a request,
+parse its input (what the local cloud's IAM authorisation reads: names, ARNs, tags; rest-xml
+bodies are not parsed) and serialise errors, which is what injected faults and denials need.
 
 Everything is driven by a botocore ``ServiceModel``:
 
@@ -623,6 +624,56 @@ _ACTION = re.compile(rb"(?:^|&)Action=([^&]*)")
 _FORM = "application/x-www-form-urlencoded"
 
 
+def _query_key(member: Any, name: str, ec2: bool) -> str:
+    if ec2:
+        if "queryName" in member.serialization:
+            return str(member.serialization["queryName"])
+        wire = member.serialization.get("name")
+        return str(wire[0].upper() + wire[1:]) if wire else name
+    return _wire_name(member, name)
+
+
+def _from_query(shape: Any, flat: Mapping[str, str], prefix: str, *, ec2: bool) -> Any:
+    """The value of ``shape`` at ``prefix`` in a query request's flat keys (None: absent)."""
+    kind = shape.type_name
+    if kind == "structure":
+        out: dict[str, Any] = {}
+        for name, member in shape.members.items():
+            key = _query_key(member, name, ec2)
+            value = _from_query(member, flat, f"{prefix}.{key}" if prefix else key, ec2=ec2)
+            if value is not None:
+                out[name] = value
+        return out if out or not prefix else None
+    if kind == "list":
+        if ec2 or shape.serialization.get("flattened"):
+            item_prefix = prefix
+        else:
+            item_prefix = f"{prefix}.{shape.member.serialization.get('name', 'member')}"
+        items: list[Any] = []
+        while True:
+            item = _from_query(shape.member, flat, f"{item_prefix}.{len(items) + 1}", ec2=ec2)
+            if item is None:
+                break
+            items.append(item)
+        if not items and flat.get(prefix) == "":  # an empty list is sent as "Name="
+            return []
+        return items or None
+    if kind == "map":
+        entry = prefix if shape.serialization.get("flattened") else f"{prefix}.entry"
+        key_name = shape.key.serialization.get("name", "key")
+        value_name = shape.value.serialization.get("name", "value")
+        found: dict[str, Any] = {}
+        index = 1
+        while f"{entry}.{index}.{key_name}" in flat:
+            key = flat[f"{entry}.{index}.{key_name}"]
+            found[key] = _from_query(shape.value, flat, f"{entry}.{index}.{value_name}", ec2=ec2)
+            index += 1
+        return found or None
+    if prefix not in flat:
+        return None
+    return _from_text(shape, flat[prefix])
+
+
 def _xml_text(value: str) -> str:
     return xml_escape(value, {'"': "&quot;"})
 
@@ -639,6 +690,20 @@ class QueryProtocol(Protocol):
     def identify(self, request: HttpRequest) -> str | None:
         action = _action_of(request)
         return action if action in self.operation_names else None
+
+    def parse(self, request: HttpRequest, operation_name: str) -> dict[str, Any]:
+        """The input from the query string and the form-encoded body (``Name.member.N``
+        lists, ``Name.entry.N.key`` maps; EC2: ``Name.N``), keyed by member names."""
+        shape = self.operations[operation_name].input_shape
+        if shape is None:
+            return {}
+        flat = dict(request.query)
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if request.method == "POST" and content_type in ("", _FORM) and request.body:
+            flat.update(parse_qsl(request.body.decode("utf-8", "replace"),
+                                  keep_blank_values=True))
+        value = _from_query(shape, flat, "", ec2=self.name == "ec2")
+        return value if isinstance(value, dict) else {}
 
     def serialize_error(self, error: AwsError, request_id: str | None = None) -> HttpResponse:
         rid = request_id or new_request_id()
@@ -697,13 +762,39 @@ class RestXmlProtocol(_RestProtocol):
     name = "rest-xml"
     dispatchable = False
 
-    def identify(self, request: HttpRequest) -> str | None:
+    @staticmethod
+    def _path_style(request: HttpRequest) -> HttpRequest:
         host = request.headers.get("host", "").split(":")[0].lower()
         virtual = _VIRTUAL_HOST.match(host)
-        if virtual is not None:
-            path = request.path if request.path != "/" else ""
-            request = replace(request, path="/" + quote(virtual.group("bucket"), safe="") + path)
-        return super().identify(request)
+        if virtual is None:
+            return request
+        path = request.path if request.path != "/" else ""
+        return replace(request, path="/" + quote(virtual.group("bucket"), safe="") + path)
+
+    def identify(self, request: HttpRequest) -> str | None:
+        return super().identify(self._path_style(request))
+
+    def parse(self, request: HttpRequest, operation_name: str) -> dict[str, Any]:
+        """The input members in the URI, the query string and headers (not the XML body)."""
+        request = self._path_style(request)
+        shape = self.operations[operation_name].input_shape
+        if shape is None:
+            return {}
+        found = self._match(request)
+        labels = found[1] if found and found[0].operation == operation_name else {}
+        out: dict[str, Any] = {}
+        for name, member in shape.members.items():
+            location = member.serialization.get("location")
+            wire = _wire_name(member, name)
+            if location == "uri" and wire in labels:
+                out[name] = _from_text(member, labels[wire])
+            elif location == "querystring":
+                values = [v for k, v in request.query if k == wire]
+                if values:
+                    out[name] = _from_text(member, values[-1])
+            elif location == "header" and wire.lower() in request.headers:
+                out[name] = _from_text(member, request.headers[wire.lower()])
+        return out
 
     def serialize_error(self, error: AwsError, request_id: str | None = None) -> HttpResponse:
         rid = request_id or new_request_id()
