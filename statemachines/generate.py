@@ -78,6 +78,9 @@ FAILURE = "Record failure"
 OPERATION_TASKS = "${OperationTasksFunctionArn}"
 CLUSTER_TASKS = "${ClusterTasksFunctionArn}"
 CAPACITY_TASKS = "${CapacityTasksFunctionArn}"
+CALLBACK_INVOKE = "arn:${Partition}:states:::lambda:invoke.waitForTaskToken"
+"""The callback integration, in the deployment's partition (`arn:aws-cn:states:::...` in China:
+an `arn:aws:` one there is accepted at creation and fails every execution)."""
 
 STAGES = ("network", "eks", "dependencies", "hyperpod", "storage", "verify")
 """hypd.operations.models.STAGES[create-cluster]; a build test checks they agree."""
@@ -298,7 +301,7 @@ def _definition(states: States) -> dict[str, Any]:
             "Parks a task token until the 'SageMaker HyperPod Cluster State Change' event says "
             "InService (or Failed). On timeout the fallback poll looks itself."
         ),
-        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Resource": CALLBACK_INVOKE,
         "Parameters": {
             "FunctionName": CLUSTER_TASKS,
             "Payload": {
@@ -486,7 +489,7 @@ def hyperpod_change(
             "Parks a task token until the 'SageMaker HyperPod Cluster State Change' event says "
             "InService (or Failed / RollingBack). On timeout, look again."
         ),
-        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Resource": CALLBACK_INVOKE,
         "Parameters": {
             "FunctionName": resource,
             "Payload": {

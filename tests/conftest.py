@@ -13,13 +13,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def cloud() -> Iterator[object]:
-    """A fresh local cloud running the project's template.yaml (one per test: no shared state)."""
+def cloud(request: pytest.FixtureRequest) -> Iterator[object]:
+    """A fresh local cloud running the project's template.yaml (one per test: no shared state).
+
+    Its virtual clock ticks with real time, unless the test is marked `frozen_clock`: then
+    it moves only when something advances it (Wait states, back-off, task-token waits,
+    `cloud.clock.advance`), so a test may compare virtual durations exactly, however long
+    the machine takes meanwhile.
+    """
     from hypd_cli.local import local_parameters
     from hypd_local import LocalCloud
+    from hypd_local.clock import VirtualClock
 
     template = ROOT / "template.yaml"
-    with LocalCloud(template, parameters=local_parameters(template)) as running:
+    clock = VirtualClock(ticking=request.node.get_closest_marker("frozen_clock") is None)
+    with LocalCloud(template, parameters=local_parameters(template), clock=clock) as running:
         yield running
         running.wait_for_executions(timeout=60)
 

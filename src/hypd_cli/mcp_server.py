@@ -716,6 +716,10 @@ class HypdTools:
     tools: list[BoundTool]
     poll_seconds: float = POLL_SECONDS
     wait_seconds_max: int = WAIT_SECONDS_MAX
+    clock: Callable[[], float] = anyio.current_time
+    """Seconds on a monotonic clock (the event loop's); tests give a virtual one."""
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    """How a wait pauses between reads; tests give one that moves their virtual clock."""
     _by_name: dict[str, BoundTool] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -764,21 +768,21 @@ class HypdTools:
         progress: Progress,
     ) -> tuple[dict[str, Any], str]:
         """Read the operation every `poll_seconds` until it changes or ends, or `wait` passes."""
-        started = anyio.current_time()
+        started = self.clock()
         first = _progress_key(operation)
         while operation.get("status") not in TERMINAL:
-            elapsed = anyio.current_time() - started
+            elapsed = self.clock() - started
             if elapsed >= wait:
                 return operation, (
                     f"Waited {elapsed:.0f} s: no change, the operation is still "
                     f"{_where(operation)}. Call operation_get_status again."
                 )
-            await anyio.sleep(min(self.poll_seconds, wait - elapsed))
+            await self.sleep(min(self.poll_seconds, wait - elapsed))
             operation = await self._request(operation_id, params)
-            await progress(min(anyio.current_time() - started, wait), wait, _where(operation))
+            await progress(min(self.clock() - started, wait), wait, _where(operation))
             if _progress_key(operation) != first:
                 break
-        elapsed = anyio.current_time() - started
+        elapsed = self.clock() - started
         if operation.get("status") in TERMINAL:
             return operation, (
                 f"Waited {elapsed:.0f} s: the operation has ended ({_where(operation)})."

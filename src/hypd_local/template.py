@@ -27,6 +27,7 @@ from typing import Any
 
 from hypd_local import sam_roles
 from hypd_local.intrinsics import NO_VALUE, Resolver, TemplateError, is_intrinsic, scalar_str
+from hypd_local.partitions import dns_suffix, partition_of
 
 LOG = logging.getLogger(__name__)
 
@@ -392,8 +393,8 @@ class Stack:
         self.region = region
         self.account_id = account_id
         self.stack_name = stack_name
-        self.partition = "aws-cn" if region.startswith("cn-") else "aws"
-        self.url_suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
+        self.partition = partition_of(region)
+        self.url_suffix = dns_suffix(region)
         self.aws_endpoint = (aws_endpoint or f"https://sqs.{region}.{self.url_suffix}").rstrip("/")
         self.allow_external_layers = allow_external_layers
         self.template = read_template(self.template_path)

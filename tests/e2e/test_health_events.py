@@ -5,6 +5,7 @@ under a replace policy, a replace-node operation that succeeds."""
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from typing import Any
 
@@ -12,9 +13,9 @@ import pytest
 import requests
 
 from hypd_cli.api_client import ApiClient, ApiError
-from tests.e2e.capacity import CLUSTER, TAG, created_cluster, run
+from tests.e2e.capacity import CLUSTER, TAG, created_cluster, run, stages
 from tests.e2e.iam_calls import Calls, assert_allowed, calls_by_function
-from tests.support import group_body
+from tests.support import fail_calls, group_body
 
 __all__ = ["calls_by_function"]  # the fixture
 
@@ -310,3 +311,48 @@ def test_a_duplicate_delivery_is_handled_once(api: ApiClient, cloud: Any) -> Non
         api.call("getNodeHealth", tag=TAG, nodeId="i-node1")
     assert refused.value.status == 400
     assert "nodeId" in str(refused.value.details) + refused.value.message
+
+
+def test_a_repair_deferred_by_a_retried_operation_starts_when_the_retry_ends(
+    api: ApiClient, cloud: Any
+) -> None:
+    # Given a scale that failed, under a replace policy
+    created_cluster(api, cloud, group_body(count=2))
+    api.call("setHealthPolicy", tag=TAG, body={"action": "replace"})
+    sick = nodes(api)[0]
+    with fail_calls(cloud, "sagemaker", "update_cluster", "ValidationException", times=1):
+        failed = run(api, cloud, api.call("updateInstanceGroup", tag=TAG, name="workers",
+                                          body={"count": 3}))
+    assert failed["status"] == "FAILED"
+    cloud.wait_for_executions(timeout=120)  # the end of its first execution is handled
+
+    # When its retry (execution {operationId}-r1) holds the cluster as HyperPod recommends
+    # replacing a node, and then ends
+    release, entered = threading.Event(), threading.Event()
+    with fail_calls(cloud, "sagemaker", "update_cluster", None, times=1, block=release,
+                    entered=entered):
+        api.post(f"/operations/{failed['id']}/retry")
+        assert entered.wait(timeout=60)  # the retry is inside its hyperpod stage
+        event = {
+            "version": "0", "id": "7d1e4b2c-retry", "detail-type": NODE_HEALTH,
+            "source": "aws.sagemaker", "account": "123456789012",
+            "time": "2026-01-15T12:00:00Z", "region": "us-west-2", "resources": [],
+            "detail": node_health(sick, 0),
+        }
+        deferred = cloud.invoke("ClusterEventsFunction", event)
+        release.set()
+        retried = run(api, cloud, {"operationId": failed["id"]})
+    cloud.wait_for_executions(timeout=120)
+
+    # Then the repair waited for the retry, and started when the retry's execution ended
+    assert deferred["taken"] == {"by": "none", "action": "replace", "reason": "busy"}
+    assert retried["status"] == "SUCCEEDED", retried.get("error")
+    assert stages(retried)["hyperpod"]["attempts"] == 2
+    assert retried["executionArn"].endswith(f":{failed['id']}-r1")
+    taken = api.call("getNodeHealth", tag=TAG, nodeId=sick)["latest"]["taken"]
+    assert (taken["by"], taken["action"]) == ("hypd", "replace"), taken
+    replaced = run(api, cloud, {"operationId": taken["operationId"]})
+    assert replaced["status"] == "SUCCEEDED", replaced.get("error")
+    assert replaced["kind"] == "replace-node"
+    assert sick not in nodes(api)
+    assert cloud.async_failures == []

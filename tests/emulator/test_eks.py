@@ -24,13 +24,14 @@ from hypd_local.emulator.eks import (
     EksDurations,
     EksEmulator,
 )
-from hypd_local.emulator.eks_catalog import CLUSTER_ADMIN_POLICY_ARN, AddonCatalog
+from hypd_local.emulator.eks_catalog import AddonCatalog
 from hypd_local.emulator.errors import AwsError
 
 MODEL = botocore.session.get_session().get_service_model("eks")
 ACCOUNT = "123456789012"
 REGION = "us-west-2"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/eks-cluster"
+CLUSTER_ADMIN_POLICY_ARN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
 INFERENCE = "amazon-sagemaker-hyperpod-inference"
 
@@ -600,6 +601,49 @@ def test_node_access_entries(emu, clock):
     decision = emu.authorize("ml", node_role)
     assert decision is not None
     assert "system:nodes" in decision.groups
+
+
+@pytest.mark.parametrize(
+    ("region", "partition", "domain"),
+    [
+        ("us-west-2", "aws", "amazonaws.com"),
+        ("cn-north-1", "aws-cn", "amazonaws.com.cn"),
+        ("us-gov-west-1", "aws-us-gov", "amazonaws.com"),
+    ],
+)
+def test_arns_endpoints_and_access_policies_are_the_region_s_partition_s(
+    clock, events, region, partition, domain
+):
+    # Given an emulator in a Region of the partition, called by a user of that partition
+    caller = f"arn:{partition}:iam::{ACCOUNT}:user/admin"
+    emu = EksEmulator(clock, events, ACCOUNT, region, caller_arn=lambda: caller)
+    role = f"arn:{partition}:iam::{ACCOUNT}:role/eks-cluster"
+    call(emu, "CreateCluster", name="ml", roleArn=role, resourcesVpcConfig=subnets(),
+         accessConfig={"authenticationMode": "API"})
+    clock.advance(12 * 60)
+
+    # Then its ARNs, endpoint and OIDC issuer are named in that partition
+    cluster = call(emu, "DescribeCluster", name="ml")["cluster"]
+    assert cluster["arn"] == f"arn:{partition}:eks:{region}:{ACCOUNT}:cluster/ml"
+    assert cluster["endpoint"].endswith(f".{region}.eks.{domain}")
+    assert cluster["identity"]["oidc"]["issuer"].startswith(f"https://oidc.eks.{region}.{domain}/")
+    # and so are the access policies: the creator's, the listed ones, the ones it accepts
+    admin = f"arn:{partition}:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    creator = call(emu, "ListAssociatedAccessPolicies", clusterName="ml", principalArn=caller)
+    assert [p["policyArn"] for p in creator["associatedAccessPolicies"]] == [admin]
+    listed = {p["arn"] for p in call(emu, "ListAccessPolicies")["accessPolicies"]}
+    assert admin in listed
+    assert all(arn.startswith(f"arn:{partition}:eks::aws:") for arn in listed)
+    call(emu, "CreateAccessEntry", clusterName="ml", principalArn=role)
+    call(emu, "AssociateAccessPolicy", clusterName="ml", principalArn=role, policyArn=admin,
+         accessScope={"type": "cluster"})
+    other = "aws-cn" if partition != "aws-cn" else "aws"
+    assert error_of(emu, "AssociateAccessPolicy", clusterName="ml", principalArn=role,
+                    policyArn=admin.replace(f"arn:{partition}:", f"arn:{other}:"),
+                    accessScope={"type": "cluster"}).code == "InvalidParameterException"
+    # a role's default username is its session ARN in the partition
+    entry = call(emu, "DescribeAccessEntry", clusterName="ml", principalArn=role)["accessEntry"]
+    assert entry["username"].startswith(f"arn:{partition}:sts::{ACCOUNT}:assumed-role/")
 
 
 def test_list_access_policies(emu):

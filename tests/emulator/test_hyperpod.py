@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 
 from hypd_local.emulator.errors import ConflictException, ResourceNotFound, ValidationException
-from hypd_local.emulator.hyperpod import HyperPodDurations
+from hypd_local.emulator.hyperpod import HyperPodDurations, HyperPodEmulator
 from tests.emulator.test_hyperpod_support import (
+    ACCOUNT,
     CLUSTER_ROLE,
+    ROLE,
+    Checked,
+    Events,
+    FakeClock,
     check_shape,
     cluster_request,
     group,
@@ -525,3 +530,18 @@ def test_works_on_the_local_clouds_virtual_clock() -> None:
     clock.advance(3600)
     assert emu.describe_cluster({"ClusterName": "hp1"})["ClusterStatus"] == "InService"
     assert got.count(STATE) == 2
+
+
+@pytest.mark.parametrize(
+    ("region", "partition"),
+    [("us-west-2", "aws"), ("cn-north-1", "aws-cn"), ("us-gov-west-1", "aws-us-gov")],
+)
+def test_a_cluster_s_arn_is_in_its_region_s_partition(region: str, partition: str) -> None:
+    emu = HyperPodEmulator(FakeClock(), Events(), ACCOUNT, region)
+    request = cluster_request(
+        groups=[group(ExecutionRole=ROLE.replace("arn:aws:", f"arn:{partition}:"))],
+        Orchestrator={"Eks": {"ClusterArn": f"arn:{partition}:eks:{region}:{ACCOUNT}:cluster/e"}},
+    )
+    arn = Checked(emu).create_cluster(**request)["ClusterArn"]
+    assert re.fullmatch(rf"arn:{partition}:sagemaker:{region}:{ACCOUNT}:cluster/[a-z0-9]{{12}}",
+                        arn)

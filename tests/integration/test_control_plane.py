@@ -12,11 +12,11 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from hypd.create.control_plane import (
-    CLUSTER_ADMIN_POLICY_ARN,
     EKS_WAIT,
     EksClusterConflict,
     EksClusterFailed,
     EksState,
+    cluster_admin_policy_arn,
     ensure_admin_access,
     ensure_eks_cluster,
     principal_of,
@@ -25,6 +25,7 @@ from hypd.create.control_plane import (
 from hypd.kubernetes import eks_token, kubernetes_api, token_sts_client
 
 _ids = itertools.count(1)
+CLUSTER_ADMIN_POLICY_ARN = cluster_admin_policy_arn("aws")
 
 
 def network(cloud: Any, second_octet: int = 50) -> tuple[list[str], str]:

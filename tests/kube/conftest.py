@@ -14,6 +14,7 @@ from kubernetes import client as k8s
 from moto.server import ThreadedMotoServer
 
 from hypd_local.clock import VirtualClock
+from hypd_local.emulator.eks_catalog import access_policy_arn
 from hypd_local.kube import CLUSTER_ADMIN, VIEW, AccessDecision, AccessPolicy, KubeApiServer
 
 ACCOUNT = "123456789012"
@@ -127,7 +128,8 @@ def admin(principals: Principals, access: dict[str, AccessDecision],
           make_client: ClientFactory) -> k8s.ApiClient:
     """A client for a role with AmazonEKSClusterAdminPolicy."""
     arn, session = principals.role("admin")
-    access[arn] = AccessDecision(username=arn, policies=(AccessPolicy(CLUSTER_ADMIN),))
+    policy = AccessPolicy(access_policy_arn("aws", CLUSTER_ADMIN))
+    access[arn] = AccessDecision(username=arn, policies=(policy,))
     return make_client(eks_token(session, CLUSTER))
 
 
@@ -136,5 +138,6 @@ def viewer(principals: Principals, access: dict[str, AccessDecision],
            make_client: ClientFactory) -> k8s.ApiClient:
     """A client for a role with AmazonEKSViewPolicy only."""
     arn, session = principals.role("viewer")
-    access[arn] = AccessDecision(username="viewer", policies=(AccessPolicy(VIEW),))
+    policy = AccessPolicy(access_policy_arn("aws", VIEW))
+    access[arn] = AccessDecision(username="viewer", policies=(policy,))
     return make_client(eks_token(session, CLUSTER))

@@ -12,8 +12,11 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from hypd_local.clock import VirtualClock
+from hypd_local.emulator.eks_catalog import access_policy_arn
 from hypd_local.kube import EDIT, AccessDecision, AccessPolicy, principal_arn
 from tests.kube.conftest import CLUSTER, ClientFactory, Principals, eks_token
+
+EDIT_ARN = access_policy_arn("aws", EDIT)
 
 
 def _status(exc: ApiException) -> dict[str, object]:
@@ -40,7 +43,7 @@ def test_token_for_another_cluster_is_401(principals: Principals,
                                          access: dict[str, AccessDecision],
                                          make_client: ClientFactory) -> None:
     arn, session = principals.role("other")
-    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT),))
+    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT_ARN),))
     body = _list_fails(make_client(eks_token(session, "another-cluster")), 401)
     assert body["reason"] == "Unauthorized"
     assert body["code"] == 401
@@ -50,7 +53,7 @@ def test_bad_prefix_garbage_and_missing_token_are_401(principals: Principals,
                                                       access: dict[str, AccessDecision],
                                                       make_client: ClientFactory) -> None:
     arn, session = principals.role("prefix")
-    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT),))
+    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT_ARN),))
     good = eks_token(session, CLUSTER)
     _list_fails(make_client("k8s-aws-v2." + good.removeprefix("k8s-aws-v1.")), 401)
     _list_fails(make_client("k8s-aws-v1.!!!not-base64"), 401)
@@ -63,7 +66,7 @@ def test_token_without_signed_cluster_header_is_401(principals: Principals,
                                                     access: dict[str, AccessDecision],
                                                     make_client: ClientFactory) -> None:
     arn, session = principals.role("nohdr")
-    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT),))
+    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT_ARN),))
     url = session.client("sts").generate_presigned_url("get_caller_identity", ExpiresIn=60)
     token = "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
     _list_fails(make_client(token), 401)
@@ -74,7 +77,7 @@ def test_token_expires_15_minutes_after_signing(principals: Principals,
                                                 make_client: ClientFactory,
                                                 clock: VirtualClock) -> None:
     arn, session = principals.role("expiry")
-    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT),))
+    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT_ARN),))
     api_client = make_client(eks_token(session, CLUSTER))
     core: Any = k8s.CoreV1Api(api_client)
     core.list_namespaced_config_map("default")
@@ -88,7 +91,7 @@ def test_token_with_expires_over_15_minutes_is_401(principals: Principals,
                                                    access: dict[str, AccessDecision],
                                                    make_client: ClientFactory) -> None:
     arn, session = principals.role("long")
-    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT),))
+    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT_ARN),))
     _list_fails(make_client(eks_token(session, CLUSTER, expires=3600)), 401)
 
 
@@ -105,7 +108,7 @@ def test_access_entry_resolves_assumed_role_to_role_arn(principals: Principals,
     arn, session = principals.role("mapped")
     assert arn.startswith("arn:aws:iam::")
     seen: list[str] = []
-    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT),))
+    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT_ARN),))
     api_client = make_client(eks_token(session, CLUSTER))
     cast(Any, cast(Any, k8s.CoreV1Api(api_client))).list_namespaced_config_map("default")
     seen.extend(access)
@@ -148,7 +151,7 @@ def test_namespace_scoped_policy(principals: Principals, access: dict[str, Acces
     arn, session = principals.role("scoped")
     access[arn] = AccessDecision.from_eks(
         {"principalArn": arn, "username": "scoped", "kubernetesGroups": []},
-        [{"policyArn": EDIT, "accessScope": {"type": "namespace", "namespaces": ["team-*"]}}],
+        [{"policyArn": EDIT_ARN, "accessScope": {"type": "namespace", "namespaces": ["team-*"]}}],
     )
     core: Any = k8s.CoreV1Api(make_client(eks_token(session, CLUSTER)))
     core.create_namespaced_config_map("team-a", {"metadata": {"name": "ok"}})
@@ -158,3 +161,20 @@ def test_namespace_scoped_policy(principals: Principals, access: dict[str, Acces
     with pytest.raises(ApiException) as caught:
         core.list_node()
     assert caught.value.status == 403
+
+
+@pytest.mark.parametrize("partition", ["aws", "aws-cn", "aws-us-gov"])
+def test_an_access_policy_of_any_partition_grants_its_role(partition: str) -> None:
+    from hypd_local.kube.auth import policy_allows
+
+    edit = AccessPolicy(access_policy_arn(partition, EDIT))
+    assert policy_allows(edit, "create", "apps", "deployments", "ml", namespaced=True)
+    assert not policy_allows(edit, "create", "rbac.authorization.k8s.io", "roles", "ml",
+                             namespaced=True)
+
+
+def test_an_arn_that_is_not_an_eks_access_policy_grants_nothing() -> None:
+    from hypd_local.kube.auth import policy_allows
+
+    lookalike = AccessPolicy("arn:aws:iam::aws:policy/AmazonEKSClusterAdminPolicy")
+    assert not policy_allows(lookalike, "get", "", "pods", "default", namespaced=True)

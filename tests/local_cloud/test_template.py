@@ -53,6 +53,23 @@ def test_fixture_template_resolves_names_globals_and_intrinsics() -> None:
     assert worker.environment["WAIT_MACHINE_ARN"] == refs["WaitMachine"]
 
 
+@pytest.mark.parametrize(
+    ("region", "partition", "suffix"),
+    [
+        ("eu-west-1", "aws", "amazonaws.com"),
+        ("cn-northwest-1", "aws-cn", "amazonaws.com.cn"),
+        ("us-gov-west-1", "aws-us-gov", "amazonaws.com"),
+    ],
+)
+def test_the_partition_and_domain_follow_the_region(
+    region: str, partition: str, suffix: str
+) -> None:
+    stack = Stack(FIXTURE_TEMPLATE, region=region, stack_name="fx")
+    assert (stack.partition, stack.url_suffix) == (partition, suffix)
+    assert stack.refs()["RetryMachine"] == (
+        f"arn:{partition}:states:{region}:123456789012:stateMachine:fx-RetryMachine")
+
+
 def test_parameters_override_defaults_and_drive_conditions() -> None:
     stack = Stack(FIXTURE_TEMPLATE, parameters={"Flavour": "fancy", "Greeting": "hi"})
 

@@ -12,7 +12,14 @@ import pytest
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
 from tests.mcp.conftest import call, call_error, mcp_session
-from tests.mcp.test_create_conversation import BUCKET, INSTANCE_TYPE, make_bucket, poll, request
+from tests.mcp.test_create_conversation import (
+    BUCKET,
+    INSTANCE_TYPE,
+    assert_each_wait_returned_on_a_change,
+    make_bucket,
+    poll,
+    request,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -44,10 +51,10 @@ async def test_groups_nodes_and_autoscaling_run_on_tools_alone(
         accepted = await call(session, "instance_group_add", tag=TAG, name="spot",
                               instanceType=INSTANCE_TYPE, count=1, capacity={"type": "spot"})
         assert (accepted["kind"], accepted["status"]) == ("add-instance-group", "PENDING")
-        added, calls = await poll(session, accepted["operationId"])
+        added, answers = await poll(session, accepted["operationId"])
         assert added["status"] == "SUCCEEDED", added.get("error")
         assert [s["name"] for s in added["stages"]] == ["network", "hyperpod", "verify"]
-        assert calls >= 2, "each wait returned as the stages progressed"
+        assert_each_wait_returned_on_a_change(answers)
         exists = await call_error(session, "instance_group_add", tag=TAG, name="spot",
                                   instanceType=INSTANCE_TYPE, count=1, capacity={"type": "spot"})
         assert (exists["status"], exists["code"]) == (409, "InstanceGroupExists")

@@ -9,8 +9,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import ClientSession
+from mcp_types import TextContent
 
-from tests.mcp.conftest import call, call_error, mcp_session
+from tests.mcp.conftest import call, call_error, mcp_session, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -26,16 +27,45 @@ def make_bucket(cloud: Any) -> None:
     )
 
 
-async def poll(session: ClientSession, operation_id: str) -> tuple[dict[str, Any], int]:
-    """operation_get_status with wait_seconds until the operation ends: it and the calls made."""
-    calls = 0
+async def poll(
+    session: ClientSession, operation_id: str
+) -> tuple[dict[str, Any], list[tuple[dict[str, Any], str]]]:
+    """operation_get_status with wait_seconds until the operation ends: it, and each wait's
+    answer (the operation and the server's note on why the wait returned)."""
+    answers: list[tuple[dict[str, Any], str]] = []
     with anyio.fail_after(240):
         while True:
-            calls += 1
-            operation = await call(session, "operation_get_status", operationId=operation_id,
-                                   wait_seconds=60)
+            result = await session.call_tool(
+                "operation_get_status", {"operationId": operation_id, "wait_seconds": 60})
+            assert not result.is_error, text_of(result)
+            operation: dict[str, Any] = result.structured_content
+            note = result.content[-1]
+            answers.append((operation, note.text if isinstance(note, TextContent) else ""))
             if operation["status"] in TERMINAL:
-                return operation, calls
+                return operation, answers
+
+
+def progress(operation: dict[str, Any]) -> tuple[Any, ...]:
+    """What a wait watches: the status and each stage's status and attempts."""
+    return operation["status"], tuple(
+        (s["name"], s["status"], s["attempts"]) for s in operation["stages"])
+
+
+def assert_each_wait_returned_on_a_change(answers: list[tuple[dict[str, Any], str]]) -> None:
+    """Every wait returned because the operation ended or changed, or said it saw no change;
+    none returned an unchanged operation as a change. How many waits an operation took is the
+    machine's speed (a fast one ends it within the first), so that is not counted."""
+    *running, (last, ended) = answers
+    assert "the operation has ended" in ended, ended
+    previous: tuple[Any, ...] | None = None
+    for operation, note in running:
+        assert operation["status"] not in TERMINAL
+        if "the operation changed" in note:
+            assert progress(operation) != previous, note
+        else:
+            assert "no change" in note, note
+        previous = progress(operation)
+    assert progress(last) != previous
 
 
 async def choose(session: ClientSession) -> tuple[str, str]:
@@ -75,11 +105,11 @@ async def test_the_create_conversation_runs_on_tools_alone(cloud: Any) -> None:
         assert (accepted["kind"], accepted["status"]) == ("create-cluster", "PENDING")
         operation_id = accepted["operationId"]
 
-        operation, calls = await poll(session, operation_id)
+        operation, answers = await poll(session, operation_id)
         assert operation["status"] == "SUCCEEDED", operation.get("error")
         assert [s["name"] for s in operation["stages"]] == STAGES
         assert all(s["status"] == "SUCCEEDED" for s in operation["stages"])
-        assert calls >= 2, "each wait returned as the stages progressed"
+        assert_each_wait_returned_on_a_change(answers)
 
         # The summary, from the records.
         cluster = await call(session, "cluster_get", tag="mcp")

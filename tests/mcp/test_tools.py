@@ -267,8 +267,26 @@ def bound() -> list[Any]:
     return bind_tools(committed_document())
 
 
-def tools_with(client: ScriptedClient, bound: list[Any]) -> HypdTools:
-    return HypdTools(client, bound, poll_seconds=0.01)
+class VirtualTime:
+    """The wait's clock: it moves only when the wait sleeps, so nothing waits in real time and
+    how often the wait reads is the same on any machine."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def tools_with(client: ScriptedClient, bound: list[Any],
+               time: VirtualTime | None = None) -> HypdTools:
+    time = time or VirtualTime()
+    return HypdTools(client, bound, poll_seconds=0.25, clock=time.clock, sleep=time.sleep)
 
 
 @pytest.mark.anyio
@@ -313,7 +331,8 @@ async def test_wait_returns_at_once_for_an_ended_operation(bound: list[Any]) -> 
 @pytest.mark.anyio
 async def test_wait_gives_up_after_wait_seconds_and_says_so(bound: list[Any]) -> None:
     client = ScriptedClient(operation("RUNNING", ("eks", "RUNNING")))
-    tools = tools_with(client, bound)
+    time = VirtualTime()
+    tools = tools_with(client, bound, time)
     tools.wait_seconds_max = 1  # the cap applies to larger requests
 
     result = await tools.call(
@@ -321,8 +340,10 @@ async def test_wait_gives_up_after_wait_seconds_and_says_so(bound: list[Any]) ->
     )
 
     assert result.structured_content["status"] == "RUNNING"
-    assert 20 < len(client.calls) < 150  # every poll_seconds for about a second
-    assert "no change" in result.content[1].text  # type: ignore[union-attr]
+    # read once, then every poll_seconds (0.25 s) until the capped second has passed
+    assert time.sleeps == [0.25] * 4
+    assert len(client.calls) == 1 + 4
+    assert "Waited 1 s: no change" in result.content[1].text  # type: ignore[union-attr]
 
 
 @pytest.mark.anyio

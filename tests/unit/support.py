@@ -7,15 +7,16 @@ import json
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cfnlint.decode import decode
 
 from hypd.clusters.models import Cluster, ClusterSource, EksCluster, HyperPodCluster
+from hypd.errors import ConcurrentUpdate
 from hypd.operations import lifecycle
 from hypd.operations.models import Operation, OperationKind
 
@@ -26,6 +27,7 @@ REGION = "us-west-2"
 ACCOUNT = "123456789012"
 TABLE_NAME = "hypd-unit-HypdTable"
 START = datetime(2026, 1, 15, 10, 0, 0, tzinfo=UTC)
+T = TypeVar("T")
 
 
 class FakeClock:
@@ -88,6 +90,40 @@ class SerializedClient:
                 return method(*args, **kwargs)
 
         return call
+
+
+def run_concurrently(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Run each call on a thread of its own, all released at once; their results, in order.
+
+    A call that loses every optimistic attempt (`ConcurrentUpdate`, a temporary error) runs
+    again, as the function's retry policy would run it: how often a writer loses depends on
+    how the machine schedules the threads, so a test judges only what the writes left. Any
+    other exception, or a call still running after a minute, fails the test.
+    """
+    barrier = threading.Barrier(len(calls))
+    results: dict[int, T] = {}
+    errors: list[BaseException] = []
+
+    def run(index: int, call: Callable[[], T]) -> None:
+        barrier.wait()
+        while True:
+            try:
+                results[index] = call()
+                return
+            except ConcurrentUpdate:
+                continue
+            except BaseException as exc:  # reported below, not lost in a thread
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=run, args=pair) for pair in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a call never finished"
+    assert errors == []
+    return [results[index] for index in range(len(calls))]
 
 
 def discover_operation(*, lock_scope: str | None = None, **input: Any) -> Operation:

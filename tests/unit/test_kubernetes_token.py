@@ -93,8 +93,16 @@ def test_rejects_naive_time_and_empty_name() -> None:
         eks_token(sts, "", now=NOW)
 
 
-def test_china_regions_use_the_cn_sts_host() -> None:
-    assert sts_endpoint("cn-north-1") == "https://sts.cn-north-1.amazonaws.com.cn"
+@pytest.mark.parametrize(
+    ("region", "endpoint"),
+    [
+        ("us-west-2", "https://sts.us-west-2.amazonaws.com"),
+        ("cn-north-1", "https://sts.cn-north-1.amazonaws.com.cn"),
+        ("us-gov-west-1", "https://sts.us-gov-west-1.amazonaws.com"),
+    ],
+)
+def test_the_sts_host_is_the_region_s_in_its_partition(region: str, endpoint: str) -> None:
+    assert sts_endpoint(region) == endpoint
 
 
 def test_handlers_do_not_leak_to_other_calls_on_a_shared_client() -> None:

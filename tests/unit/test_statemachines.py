@@ -88,7 +88,7 @@ def task_name(state: State) -> str | None:
 def function_placeholder(state: State) -> str:
     """The `${...Arn}` of the function a Lambda Task state invokes."""
     where = str(state.body["Resource"])
-    if where.startswith("arn:aws:states:::lambda:invoke"):
+    if ":states:::lambda:invoke" in where:
         where = str(state.body["Parameters"]["FunctionName"])
     (placeholder,) = PLACEHOLDER.findall(where)
     return str(placeholder)
@@ -220,6 +220,15 @@ def test_placeholders_are_definition_substitutions(asl_path: Path) -> None:
     assert substitutions - used == set(), "DefinitionSubstitutions keys the definition never uses"
 
 
+def test_no_arn_names_a_partition_of_its_own(asl_path: Path) -> None:
+    # An integration ARN of another partition (arn:aws:states:::... in aws-cn) is accepted when
+    # the state machine is created and fails every execution: the partition is the stack's.
+    assert re.findall(r"arn:(?!\$\{Partition\}:)[^:\"]*:", asl_path.read_text()) == []
+    machine, = state_machines_using(load_template(), asl_path)
+    if "${Partition}" in asl_path.read_text():
+        assert machine["DefinitionSubstitutions"]["Partition"] == {"Ref": "AWS::Partition"}
+
+
 def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
     """The task router of the function each `${...Arn}` placeholder names."""
     unused: Any = object()
@@ -263,6 +272,8 @@ def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
         if resource["Type"] != "AWS::Serverless::StateMachine":
             continue
         for key, value in resource["Properties"].get("DefinitionSubstitutions", {}).items():
+            if "Fn::GetAtt" not in value:
+                continue  # not a function (the partition)
             logical_id, attribute = value["Fn::GetAtt"]
             assert attribute == "Arn"
             routers[key] = by_function[logical_id]

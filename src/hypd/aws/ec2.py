@@ -15,6 +15,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hypd.aws.errors import NETWORK_ERRORS, all_pages, error_code, translate
+from hypd.aws.partitions import gateway_endpoint_service
 from hypd.catalog.models import Accelerator, AvailabilityZone, Gpu, InstanceTypeFacts
 from hypd.errors import TemporaryError
 
@@ -119,8 +120,9 @@ def _route_table(raw: dict[str, Any]) -> RouteTable:
 
 # ---------------------------------------------------------------------------- reads
 def s3_service_name(client: Any) -> str:
-    """The S3 endpoint service of the client's Region (`com.amazonaws.us-west-2.s3`)."""
-    return f"com.amazonaws.{client.meta.region_name}.s3"
+    """The S3 gateway endpoint service of the client's Region, as AWS names it in the Region's
+    partition (`com.amazonaws.us-west-2.s3`; see `partitions.gateway_endpoint_service`)."""
+    return gateway_endpoint_service(client.meta.region_name, "s3")
 
 
 def describe_vpc(client: Any, vpc_id: str) -> Vpc | None:

@@ -95,6 +95,12 @@ def create_access_entry(
     return created is not None
 
 
+def access_policy_arn(partition: str, name: str) -> str:
+    """The ARN of the EKS access policy `name` in `partition`: AWS owns them (account `aws`),
+    one set per partition (`arn:aws-cn:eks::aws:cluster-access-policy/...` in China)."""
+    return f"arn:{partition}:eks::aws:cluster-access-policy/{name}"
+
+
 def associated_policies(client: Any, cluster_name: str, principal_arn: str) -> list[dict[str, Any]]:
     """The access policies associated with `principal_arn`'s access entry."""
     return all_pages(

@@ -30,9 +30,10 @@ from botocore.exceptions import ClientError
 from hypd import clock
 from hypd.aws import eks as eks_api
 from hypd.aws.errors import NETWORK_ERRORS, translate
+from hypd.aws.partitions import partition_of_arn
 from hypd.errors import PermanentError
 
-CLUSTER_ADMIN_POLICY_ARN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 LOG_TYPES = ("api", "audit", "authenticator")
 API_AUTHENTICATION_MODES = ("API", "API_AND_CONFIG_MAP")
 """HyperPod needs access entries: authentication mode API or API_AND_CONFIG_MAP."""
@@ -345,8 +346,9 @@ def ensure_admin_access(
     eks: Any, cluster_name: str, principal_arn: str, client_token: str | None = None
 ) -> bool:
     """`principal_arn` gets a STANDARD access entry with AmazonEKSClusterAdminPolicy at cluster
-    scope. Idempotent: an existing entry and an existing association are kept. Returns True
-    when anything was created or associated."""
+    scope (the policy of the principal's partition). Idempotent: an existing entry and an
+    existing association are kept. Returns True when anything was created or associated."""
+    policy_arn = cluster_admin_policy_arn(partition_of_arn(principal_arn))
     created = eks_api.create_access_entry(
         eks,
         cluster_name,
@@ -355,13 +357,18 @@ def ensure_admin_access(
     )
     policies = [] if created else eks_api.associated_policies(eks, cluster_name, principal_arn)
     if any(
-        p.get("policyArn") == CLUSTER_ADMIN_POLICY_ARN
+        p.get("policyArn") == policy_arn
         and (p.get("accessScope") or {}).get("type") == "cluster"
         for p in policies
     ):
         return created
-    eks_api.associate_cluster_policy(eks, cluster_name, principal_arn, CLUSTER_ADMIN_POLICY_ARN)
+    eks_api.associate_cluster_policy(eks, cluster_name, principal_arn, policy_arn)
     return True
+
+
+def cluster_admin_policy_arn(partition: str) -> str:
+    """AmazonEKSClusterAdminPolicy's ARN in `partition` (`arn:aws:eks::aws:...` in `aws`)."""
+    return eks_api.access_policy_arn(partition, CLUSTER_ADMIN_POLICY)
 
 
 def iam_principal(caller_arn: str) -> str:

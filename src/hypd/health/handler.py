@@ -69,6 +69,7 @@ from hypd.health.records import (
     keep_status,
 )
 from hypd.observability import Count
+from hypd.operations.lifecycle import operation_id_of_execution
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind
 from hypd.operations.store import OperationStore
@@ -293,11 +294,15 @@ def on_operation_ended(
     services: EventServices, detail: ExecutionEndedDetail, log: Logger
 ) -> dict[str, Any]:
     """An operation's execution ended: its cluster is free, so the repairs deferred while it
-    ran are decided again, oldest first, until one starts (and holds the cluster again)."""
-    operation = services.operations.find(detail.name)
+    ran are decided again, oldest first, until one starts (and holds the cluster again).
+
+    Every execution of an operation counts: the first (`{id}`) and each retry's (`{id}-r{n}`).
+    """
+    operation_id = operation_id_of_execution(detail.name)
+    operation = services.operations.find(operation_id)
     tag = operation.cluster_tag if operation is not None else None
     if tag is None:
-        return {"operation": detail.name, "resumed": []}
+        return {"operation": operation_id, "resumed": []}
     resumed: list[dict[str, Any]] = []
     deferred = sorted(
         (n for n in services.health.nodes(tag)
@@ -315,8 +320,8 @@ def on_operation_ended(
             tell(services, updated)
         if taken.by is Taken.HYPD or taken.reason == BUSY:
             break  # the cluster is busy again: the others wait for this one
-    result = {"operation": detail.name, "cluster": tag, "status": detail.status,
-              "resumed": resumed}
+    result = {"operation": operation_id, "execution": detail.name, "cluster": tag,
+              "status": detail.status, "resumed": resumed}
     if resumed:
         log.info("deferred repairs", extra=result)
     return result

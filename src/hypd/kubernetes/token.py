@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from hypd.aws.partitions import dns_suffix
+
 TOKEN_PREFIX = "k8s-aws-v1."  # noqa: S105 - a prefix, not a secret
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
 PRESIGN_EXPIRES_SECONDS = 60
@@ -56,8 +58,7 @@ class EksToken:
 
 def sts_endpoint(region: str) -> str:
     """The regional STS endpoint, the only host EKS accepts in a token."""
-    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-    return f"https://sts.{region}.{suffix}"
+    return f"https://sts.{region}.{dns_suffix(region)}"
 
 
 def token_sts_client(region: str, session: Any = None) -> Any:

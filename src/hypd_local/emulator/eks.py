@@ -32,9 +32,10 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from hypd_local.emulator.eks_catalog import (
     ACCESS_POLICIES,
-    CLUSTER_ADMIN_POLICY_ARN,
+    CLUSTER_ADMIN_POLICY,
     AccessPolicy,
     AddonCatalog,
+    access_policy_arn,
 )
 from hypd_local.emulator.eks_model import (
     AccessDecision,
@@ -57,6 +58,7 @@ from hypd_local.emulator.eks_model import (
     _Update,
     _uuid,
 )
+from hypd_local.partitions import dns_suffix, partition_of
 
 __all__ = [
     "ADDON_CREATION_FAILED", "ADDON_CREATION_SUCCEEDED", "ADDON_DELETION_SUCCEEDED",
@@ -161,10 +163,12 @@ class EksEmulator:
         self._emit = emit
         self.account_id = account_id
         self.region = region
+        self.partition = partition_of(region)
         self.durations = durations or EksDurations()
         self.catalog = addon_catalog or AddonCatalog.default()
         self._subnet_vpc = subnet_vpc
-        self._caller_arn = caller_arn or (lambda: f"arn:aws:iam::{account_id}:user/moto")
+        self._caller_arn = caller_arn or (
+            lambda: f"arn:{self.partition}:iam::{account_id}:user/moto")
         self.missing_prerequisite_status = missing_prerequisite_status
         self._clusters: dict[str, _Cluster] = {}
         self._timers: list[tuple[datetime, int, Callable[[datetime], None]]] = []
@@ -301,7 +305,8 @@ class EksEmulator:
         cluster_id = _hex(f"{self.account_id}:{self.region}:{name}:{next(self._ids)}", 32).upper()
         zone = "abcdefghijklmnopqrstuvwxyz"[int(cluster_id[:2], 16) % 26]
         suffix = f"{zone}{'rksy'[int(cluster_id[2], 16) % 4]}{int(cluster_id[3], 16) % 10}"
-        endpoint = f"https://{cluster_id}.{suffix}.{self.region}.eks.amazonaws.com"
+        domain = dns_suffix(self.region)
+        endpoint = f"https://{cluster_id}.{suffix}.{self.region}.eks.{domain}"
         knc_request = dict(params.get("kubernetesNetworkConfig") or {})
         ip_family = knc_request.get("ipFamily") or "ipv4"
         knc: dict[str, Any] = {
@@ -328,7 +333,7 @@ class EksEmulator:
             "logging": params.get("logging")
             or {"clusterLogging": [{"types": list(_LOG_TYPES), "enabled": False}]},
             "identity": {"oidc": {
-                "issuer": f"https://oidc.eks.{self.region}.amazonaws.com/id/{cluster_id}"}},
+                "issuer": f"https://oidc.eks.{self.region}.{domain}/id/{cluster_id}"}},
             "certificateAuthority": {"data": base64.b64encode(
                 f"-----BEGIN CERTIFICATE-----\nhypd-local {name} {cluster_id}\n"
                 "-----END CERTIFICATE-----\n".encode()).decode()},
@@ -343,7 +348,7 @@ class EksEmulator:
                 spec[member] = params[member]
         cluster = _Cluster(
             name=name,
-            arn=f"arn:aws:eks:{self.region}:{self.account_id}:cluster/{name}",
+            arn=f"arn:{self.partition}:eks:{self.region}:{self.account_id}:cluster/{name}",
             created_at=now,
             spec=spec,
             version=version,
@@ -398,8 +403,9 @@ class EksEmulator:
         if principal in cluster.access_entries or _iam_principal(principal) is None:
             return
         entry = self._new_entry(cluster, principal, "STANDARD", None, [], {}, now)
-        entry.policies[CLUSTER_ADMIN_POLICY_ARN] = {
-            "policyArn": CLUSTER_ADMIN_POLICY_ARN, "accessScope": {"type": "cluster"},
+        admin = access_policy_arn(self.partition, CLUSTER_ADMIN_POLICY)
+        entry.policies[admin] = {
+            "policyArn": admin, "accessScope": {"type": "cluster"},
             "associatedAt": now, "modifiedAt": now,
         }
 
@@ -576,7 +582,7 @@ class EksEmulator:
         addon = _Addon(
             name=name,
             cluster=cluster,
-            arn=(f"arn:aws:eks:{self.region}:{self.account_id}:addon/{cluster.name}/{name}/"
+            arn=(f"arn:{self.partition}:eks:{self.region}:{self.account_id}:addon/{cluster.name}/{name}/"
                  f"{_uuid(f'addon:{cluster.arn}:{name}:{now.isoformat()}')}"),
             version=version,
             created_at=now,
@@ -584,7 +590,7 @@ class EksEmulator:
             service_account_role_arn=params.get("serviceAccountRoleArn"),
             configuration_values=params.get("configurationValues"),
             pod_identity_associations=[
-                f"arn:aws:eks:{self.region}:{self.account_id}:podidentityassociation/"
+                f"arn:{self.partition}:eks:{self.region}:{self.account_id}:podidentityassociation/"
                 f"{cluster.name}/a-{_hex(json.dumps(p, sort_keys=True), 17)}"
                 for p in params.get("podIdentityAssociations") or []
             ],
@@ -871,7 +877,7 @@ class EksEmulator:
         account, kind, pname = principal
         entry = _AccessEntry(
             principal_arn=principal_arn,
-            arn=(f"arn:aws:eks:{self.region}:{self.account_id}:access-entry/{cluster.name}/"
+            arn=(f"arn:{self.partition}:eks:{self.region}:{self.account_id}:access-entry/{cluster.name}/"
                  f"{kind}/{account}/{pname}/{_uuid(f'entry:{cluster.arn}:{principal_arn}')}"),
             type=entry_type,
             username=username or _default_username(principal_arn, entry_type),
@@ -1017,16 +1023,17 @@ class EksEmulator:
     @_locked
     def list_access_policies(self, params: Mapping[str, Any]) -> dict[str, Any]:
         self._advance()
-        policies = [{"name": p.name, "arn": p.arn} for p in ACCESS_POLICIES]
+        policies = [{"name": p.name, "arn": p.arn(self.partition)} for p in ACCESS_POLICIES]
         page, token = _page(policies, params.get("maxResults"), params.get("nextToken"))
         out: dict[str, Any] = {"accessPolicies": page}
         if token:
             out["nextToken"] = token
         return out
 
-    @staticmethod
-    def _policy(arn: str) -> AccessPolicy | None:
-        return next((p for p in ACCESS_POLICIES if p.arn == arn), None)
+    def _policy(self, arn: str) -> AccessPolicy | None:
+        """The access policy `arn` names in this emulator's partition (another partition's
+        ARN names none, as EKS answers there)."""
+        return next((p for p in ACCESS_POLICIES if p.arn(self.partition) == arn), None)
 
     @staticmethod
     def _copy_policy(policy: dict[str, Any]) -> dict[str, Any]:

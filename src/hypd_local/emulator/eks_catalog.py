@@ -63,9 +63,15 @@ class AccessPolicy:
     name: str
     kubernetes_role: str | None
 
-    @property
-    def arn(self) -> str:
-        return f"arn:aws:eks::aws:cluster-access-policy/{self.name}"
+    def arn(self, partition: str) -> str:
+        """Its ARN in `partition`: EKS's access policies are AWS's (account `aws`), one set
+        per partition (`arn:aws-cn:eks::aws:cluster-access-policy/...` in China)."""
+        return access_policy_arn(partition, self.name)
+
+
+def access_policy_arn(partition: str, name: str) -> str:
+    """The ARN of the EKS access policy `name` in `partition`."""
+    return f"arn:{partition}:eks::aws:cluster-access-policy/{name}"
 
 
 ACCESS_POLICIES: tuple[AccessPolicy, ...] = (
@@ -90,7 +96,7 @@ ACCESS_POLICIES: tuple[AccessPolicy, ...] = (
 )
 """ListAccessPolicies' answer (alphabetical). AdminView maps to ``view`` as an approximation."""
 
-CLUSTER_ADMIN_POLICY_ARN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 
 
 def _all(*versions: str) -> tuple[str, ...]:

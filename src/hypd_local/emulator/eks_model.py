@@ -236,7 +236,7 @@ def _caller_principal(arn: str) -> tuple[str, str] | None:
     pieces = parts[5].split("/")
     if len(pieces) < 3:
         return None
-    return f"arn:aws:iam::{parts[4]}:role/{pieces[1]}", pieces[2]
+    return f"arn:{parts[1]}:iam::{parts[4]}:role/{pieces[1]}", pieces[2]
 
 
 def _default_username(principal_arn: str, entry_type: str) -> str:
@@ -244,6 +244,8 @@ def _default_username(principal_arn: str, entry_type: str) -> str:
         return _NODE_USERNAMES[entry_type]
     principal = _iam_principal(principal_arn)
     if principal is not None and principal[1] == "role":
-        # EKS maps a role to its session ARN (the role's path dropped).
-        return f"arn:aws:sts::{principal[0]}:assumed-role/{principal[2]}/{{{{SessionName}}}}"
+        # EKS maps a role to its session ARN (the role's path dropped), in its partition.
+        partition = principal_arn.split(":", 2)[1]
+        return (f"arn:{partition}:sts::{principal[0]}:assumed-role/{principal[2]}/"
+                "{{SessionName}}")
     return principal_arn

@@ -36,6 +36,7 @@ from hypd_local.emulator.hyperpod_state import (
     Node,
     Notice,
 )
+from hypd_local.partitions import partition_of
 
 __all__ = ["AUTOSCALING_FAILS", "Catalog", "HyperPodDurations", "HyperPodEmulator"]
 
@@ -140,6 +141,7 @@ class HyperPodEmulator:
         self._emit = emit
         self.account_id = account_id
         self.region = region
+        self.partition = partition_of(region)
         self.durations = durations or HyperPodDurations()
         self.catalog = catalog or Catalog.default()
         self._eks_lookup = eks_lookup or (lambda _arn: "ACTIVE")
@@ -179,7 +181,8 @@ class HyperPodEmulator:
 
     def _add_plan(self, seed: TrainingPlanSeed, start: datetime) -> None:
         when = seed.start if isinstance(seed.start, datetime) else start + seed.start
-        arn = f"arn:aws:sagemaker:{self.region}:{self.account_id}:training-plan/{seed.name}"
+        arn = (f"arn:{self.partition}:sagemaker:{self.region}:{self.account_id}:"
+               f"training-plan/{seed.name}")
         self._plans[seed.name] = _Plan(seed, arn, when.astimezone(UTC))
 
     def _cluster(self, name_or_arn: str, now: datetime) -> Cluster:
@@ -678,7 +681,8 @@ class HyperPodEmulator:
         self._check_capacity([(None, s, t) for s, (t, _z) in zip(groups, resolved, strict=True)],
                              now)
 
-        arn = f"arn:aws:sagemaker:{self.region}:{self.account_id}:cluster/{self._hex(12, name)}"
+        arn = (f"arn:{self.partition}:sagemaker:{self.region}:{self.account_id}:"
+               f"cluster/{self._hex(12, name)}")
         spec: dict[str, Any] = {
             k: copy.deepcopy(req[k])
             for k in ("VpcConfig", "Orchestrator", "NodeRecovery", "NodeProvisioningMode",
@@ -1392,8 +1396,8 @@ class HyperPodEmulator:
             "InUseInstanceCount": in_use,
             "TargetResources": list(seed.target_resources),
             "ReservedCapacitySummaries": [{
-                "ReservedCapacityArn": (f"arn:aws:sagemaker:{self.region}:{self.account_id}:"
-                                        f"reserved-capacity/{seed.name}-rc"),
+                "ReservedCapacityArn": (f"arn:{self.partition}:sagemaker:{self.region}:"
+                                        f"{self.account_id}:reserved-capacity/{seed.name}-rc"),
                 "ReservedCapacityType": "Instance",
                 "InstanceType": seed.instance_type,
                 "TotalInstanceCount": seed.instance_count,

@@ -49,12 +49,14 @@ _ALLOWED_PARAMS = frozenset(
 )
 _ASSUMED_ROLE = re.compile(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/[^/]+$")
 
-POLICY_PREFIX = "arn:aws:eks::aws:cluster-access-policy/"
-CLUSTER_ADMIN = POLICY_PREFIX + "AmazonEKSClusterAdminPolicy"
-ADMIN = POLICY_PREFIX + "AmazonEKSAdminPolicy"
-EDIT = POLICY_PREFIX + "AmazonEKSEditPolicy"
-VIEW = POLICY_PREFIX + "AmazonEKSViewPolicy"
-ADMIN_VIEW = POLICY_PREFIX + "AmazonEKSAdminViewPolicy"
+# EKS's access policies are AWS's, one set per partition:
+# arn:<partition>:eks::aws:cluster-access-policy/<name>. The authorizer reads the name.
+_ACCESS_POLICY_ARN = re.compile(r"^arn:aws[a-z-]*:eks::aws:cluster-access-policy/(?P<name>[^/]+)$")
+CLUSTER_ADMIN = "AmazonEKSClusterAdminPolicy"
+ADMIN = "AmazonEKSAdminPolicy"
+EDIT = "AmazonEKSEditPolicy"
+VIEW = "AmazonEKSViewPolicy"
+ADMIN_VIEW = "AmazonEKSAdminViewPolicy"
 READ_VERBS = frozenset({"get", "list", "watch"})
 
 
@@ -299,8 +301,9 @@ def policy_allows(policy: AccessPolicy, verb: str, group: str, resource: str,
     Edit = edit (no RBAC writes); View = view (no secrets); AdminView = reads of everything.
     A namespace-scoped association applies only to namespaced requests in its namespaces.
     """
-    name = policy.policy_arn.rsplit("/", 1)[-1]
-    if name == "AmazonEKSClusterAdminPolicy":
+    match = _ACCESS_POLICY_ARN.match(policy.policy_arn)
+    name = match.group("name") if match else None
+    if name == CLUSTER_ADMIN:
         return _in_scope(policy, namespace) if policy.namespaces else True
     if namespaced and not _in_scope(policy, namespace):
         return False
@@ -308,17 +311,16 @@ def policy_allows(policy: AccessPolicy, verb: str, group: str, resource: str,
         if policy.namespaces:
             return False
         reads_namespaces = verb in READ_VERBS and not group and resource == "namespaces"
-        if name == "AmazonEKSAdminViewPolicy":
+        if name == ADMIN_VIEW:
             return verb in READ_VERBS
-        return name in ("AmazonEKSAdminPolicy", "AmazonEKSEditPolicy",
-                        "AmazonEKSViewPolicy") and reads_namespaces
-    if name == "AmazonEKSAdminPolicy":
+        return name in (ADMIN, EDIT, VIEW) and reads_namespaces
+    if name == ADMIN:
         return True
-    if name == "AmazonEKSEditPolicy":
+    if name == EDIT:
         return group != "rbac.authorization.k8s.io" or verb in READ_VERBS
-    if name == "AmazonEKSViewPolicy":
+    if name == VIEW:
         return verb in READ_VERBS and not (not group and resource == "secrets")
-    if name == "AmazonEKSAdminViewPolicy":
+    if name == ADMIN_VIEW:
         return verb in READ_VERBS
     return False
 

@@ -13,13 +13,13 @@ import pytest
 from botocore.stub import Stubber
 
 from hypd.create.control_plane import (
-    CLUSTER_ADMIN_POLICY_ARN,
     EKS_EXPECTED_SECONDS,
     EKS_WAIT,
     EksClusterConflict,
     EksClusterFailed,
     UnsupportedPrincipal,
     WaitPolicy,
+    cluster_admin_policy_arn,
     create_cluster_params,
     ensure_admin_access,
     ensure_eks_cluster,
@@ -38,6 +38,7 @@ ROLE = f"arn:aws:iam::{ACCOUNT}:role/hypd-eks"
 SUBNETS = ["subnet-a", "subnet-b"]
 CREATED = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
 PRINCIPAL = f"arn:aws:iam::{ACCOUNT}:role/hypd-tasks"
+CLUSTER_ADMIN_POLICY_ARN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
 
 @pytest.fixture
@@ -321,6 +322,39 @@ def test_admin_access_associates_the_policy_with_an_entry_that_lacks_it(
     )
     associate(stub)
     assert ensure_admin_access(client, NAME, PRINCIPAL) is True
+
+
+@pytest.mark.parametrize(
+    ("partition", "policy"),
+    [
+        ("aws", "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"),
+        ("aws-cn", "arn:aws-cn:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"),
+        ("aws-us-gov",
+         "arn:aws-us-gov:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"),
+    ],
+)
+def test_admin_access_associates_the_policy_of_the_principal_s_partition(
+    partition: str, policy: str
+) -> None:
+    # Given a principal of the partition (its ARN names it) and a cluster there
+    region = {"aws": "us-west-2", "aws-cn": "cn-north-1", "aws-us-gov": "us-gov-west-1"}
+    client = boto3.client("eks", region_name=region[partition], aws_access_key_id="x",
+                          aws_secret_access_key="x")
+    principal = f"arn:{partition}:iam::{ACCOUNT}:role/hypd-tasks"
+    with Stubber(client) as stub:
+        stub.add_response("create_access_entry", {"accessEntry": {"principalArn": principal}},
+                          {"clusterName": NAME, "principalArn": principal, "type": "STANDARD"})
+        stub.add_response(
+            "associate_access_policy",
+            {"clusterName": NAME, "principalArn": principal,
+             "associatedAccessPolicy": {"policyArn": policy, "accessScope": {"type": "cluster"}}},
+            {"clusterName": NAME, "principalArn": principal, "policyArn": policy,
+             "accessScope": {"type": "cluster"}},
+        )
+        # When it gets admin access, Then the association names that partition's policy
+        assert ensure_admin_access(client, NAME, principal) is True
+        stub.assert_no_pending_responses()
+    assert cluster_admin_policy_arn(partition) == policy
 
 
 # ---------------------------------------------------------------------------- principals

@@ -62,7 +62,7 @@ TAGGABLE = {
 
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
-    return network_stack_template(TAG, ZONES)
+    return network_stack_template(TAG, ZONES, region=REGION)
 
 
 def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -112,7 +112,7 @@ def test_compute_subnets_fill_the_vpc_from_the_bottom(template: dict[str, Any]) 
 
 
 def test_another_vpc_cidr_moves_the_24s_with_it() -> None:
-    template = network_stack_template(TAG, ZONES, vpc_cidr="172.20.0.0/16")
+    template = network_stack_template(TAG, ZONES, region=REGION, vpc_cidr="172.20.0.0/16")
     cidrs = sorted(
         r["Properties"]["CidrBlock"] for r in of_type(template, "AWS::EC2::Subnet").values()
     )
@@ -122,13 +122,13 @@ def test_another_vpc_cidr_moves_the_24s_with_it() -> None:
 @pytest.mark.parametrize("cidr", ["10.0.0.0/15", "10.0.0.0/20", "10.0.0.0/24"])
 def test_a_vpc_cidr_outside_16_to_19_is_refused(cidr: str) -> None:
     with pytest.raises(ValueError, match="/16 to /19"):
-        network_stack_template(TAG, ZONES, vpc_cidr=cidr)
+        network_stack_template(TAG, ZONES, region=REGION, vpc_cidr=cidr)
 
 
 @pytest.mark.parametrize("zones", [("us-west-2a",), ("us-west-2a", "us-west-2a"), ZONES * 2])
 def test_the_template_needs_two_different_zones(zones: tuple[str, ...]) -> None:
     with pytest.raises(ValueError, match="two different zones"):
-        network_stack_template(TAG, zones)
+        network_stack_template(TAG, zones, region=REGION)
 
 
 def test_private_tables_route_through_the_one_nat_gateway(template: dict[str, Any]) -> None:
@@ -160,11 +160,29 @@ def test_private_tables_route_through_the_one_nat_gateway(template: dict[str, An
 def test_s3_gateway_endpoint_serves_the_private_tables(template: dict[str, Any]) -> None:
     (endpoint,) = of_type(template, "AWS::EC2::VPCEndpoint").values()
     assert endpoint["Properties"]["VpcEndpointType"] == "Gateway"
-    assert endpoint["Properties"]["ServiceName"] == {"Fn::Sub": "com.amazonaws.${AWS::Region}.s3"}
+    assert endpoint["Properties"]["ServiceName"] == f"com.amazonaws.{REGION}.s3"
     assert endpoint["Properties"]["RouteTableIds"] == [
         {"Ref": "ControlPlaneRouteTable1"},
         {"Ref": "ControlPlaneRouteTable2"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("region", "zones", "service"),
+    [
+        ("eu-west-1", ("eu-west-1a", "eu-west-1b"), "com.amazonaws.eu-west-1.s3"),
+        # a gateway endpoint keeps com.amazonaws in China (cn.com.amazonaws is the interface one)
+        ("cn-north-1", ("cn-north-1a", "cn-north-1b"), "com.amazonaws.cn-north-1.s3"),
+        ("us-gov-west-1", ("us-gov-west-1a", "us-gov-west-1b"),
+         "com.amazonaws.us-gov-west-1.s3"),
+    ],
+)
+def test_the_s3_gateway_endpoint_is_named_as_in_the_region_s_partition(
+    region: str, zones: tuple[str, str], service: str
+) -> None:
+    template = network_stack_template(TAG, zones, region=region)
+    (endpoint,) = of_type(template, "AWS::EC2::VPCEndpoint").values()
+    assert endpoint["Properties"]["ServiceName"] == service
 
 
 def test_security_group_lets_members_talk_and_reach_out(template: dict[str, Any]) -> None:

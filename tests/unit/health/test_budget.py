@@ -3,7 +3,7 @@ exactly, under concurrent reservations."""
 
 from __future__ import annotations
 
-import threading
+import functools
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +13,7 @@ from hypd import clock
 from hypd.aws.dynamodb import Table
 from hypd.health.budget import Refusal, Repair, RepairBudget
 from hypd.health.policy import HealthPolicy
-from tests.unit.support import START, TABLE_NAME, FakeClock, SerializedClient
+from tests.unit.support import START, TABLE_NAME, FakeClock, SerializedClient, run_concurrently
 
 POLICY = HealthPolicy(action="replace", max_actions_per_hour=3, node_cooldown_minutes=30)
 
@@ -78,19 +78,13 @@ def test_concurrent_reservations_never_exceed_the_limits(
     dynamodb_client: Any, fixed_clock: FakeClock, nodes: int
 ) -> None:
     budget = RepairBudget(Table(SerializedClient(dynamodb_client), TABLE_NAME))
-    results: list[Refusal | None] = []
-    lock = threading.Lock()
 
-    def reserve(n: int) -> None:
-        got = budget.reserve("train", repair(f"i-{n % nodes}", f"op-{n}"), POLICY, START)
-        with lock:
-            results.append(got)
+    results = run_concurrently([
+        functools.partial(budget.reserve, "train", repair(f"i-{n % nodes}", f"op-{n}"), POLICY,
+                          START)
+        for n in range(120)
+    ])
 
-    threads = [threading.Thread(target=reserve, args=(n,)) for n in range(120)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
     granted = results.count(None)
     # one node: its cool-down admits one; many nodes: the hour admits maxActionsPerHour
     assert granted == min(nodes, POLICY.max_actions_per_hour)

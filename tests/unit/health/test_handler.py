@@ -262,6 +262,33 @@ def test_a_busy_cluster_defers_the_repair_until_its_operation_ends(
     assert "hypd started replace-node" in fakes.of("sns", "publish")[1]["Message"]
 
 
+@pytest.mark.parametrize("execution", ["{id}", "{id}-r1", "{id}-r12"])
+def test_a_deferred_repair_resumes_when_any_execution_of_the_busy_operation_ends(
+    services: EventServices, fakes: Fakes, execution: str
+) -> None:
+    # Given a repair deferred while an operation held the cluster (the first execution of
+    # the operation, or the execution of its retry n, which is named {operationId}-r{n})
+    services.policies.put("train", HealthPolicy(action="replace"))
+    running = capacity_operation(OperationKind.REBOOT_NODE, "train",
+                                 NodeActionInput(tag="train", node_id="x", group="g",
+                                                 action="reboot"))
+    services.operations.create(running)
+    services.locks.acquire(cluster_lock("train"), running.id, lambda _holder: False)
+    assert handle(health_event(), services)["taken"]["reason"] == "busy"
+    services.locks.release(cluster_lock("train"), running.id)
+
+    # When that execution ends
+    ended = handle(execution_ended(execution.format(id=running.id)), services)
+
+    # Then the operation's cluster is found and the deferred repair starts
+    assert ended["operation"] == running.id
+    assert ended["cluster"] == "train"
+    (resumed,) = ended["resumed"]
+    assert (resumed["node"], resumed["taken"]["by"]) == (NODE, "hypd")
+    (started,) = fakes.of("stepfunctions", "start_execution")
+    assert started["name"] == resumed["taken"]["operationId"]
+
+
 def test_deferred_repairs_resume_oldest_first_one_at_a_time(
     services: EventServices, fakes: Fakes, fixed_clock: FakeClock
 ) -> None:

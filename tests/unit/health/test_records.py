@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 from hypd.aws.dynamodb import Table
@@ -21,7 +20,7 @@ from hypd.health.records import (
     keep_cluster_event,
     keep_status,
 )
-from tests.unit.support import TABLE_NAME, SerializedClient
+from tests.unit.support import TABLE_NAME, SerializedClient, run_concurrently
 
 
 def entry(n: int, status: str = "Unhealthy", event_id: str | None = None) -> HealthEntry:
@@ -101,14 +100,8 @@ def test_nodes_lists_every_node_of_one_cluster(table: Table) -> None:
 
 def test_concurrent_events_of_one_node_all_land(dynamodb_client: Any) -> None:
     store = HealthStore(Table(SerializedClient(dynamodb_client), TABLE_NAME))
-    threads = [
-        threading.Thread(target=store.record_node, args=("train", "i-1", entry(n)))
-        for n in range(1, 21)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_concurrently([functools.partial(store.record_node, "train", "i-1", entry(n))
+                      for n in range(1, 21)])
     node = store.node("train", "i-1")
     assert node is not None
     assert len(node.history) == 20
