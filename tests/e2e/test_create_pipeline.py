@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from hypd.clusters.create_request import DEFAULT_KUBERNETES_VERSION, HYPERPOD_KUBERNETES_VERSIONS
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
 from statemachines.generate import HYPERPOD_WAIT_SECONDS
@@ -78,6 +79,21 @@ def test_the_pipeline_creates_a_verified_cluster(api: ApiClient, cloud: Any) -> 
     assert record["status"] == "ACTIVE"
     assert record["eks"]["name"] == "hypd-e2e"
     assert record["hyperpod"]["status"] == "InService"
+
+
+def test_a_create_without_a_version_gets_hyperpods_newest_not_eks_default(
+    api: ApiClient, cloud: Any
+) -> None:
+    # EKS's default has moved past what HyperPod supports.
+    cloud.emulation.eks.catalog.default_kubernetes_version = "1.34"
+    assert "1.34" not in HYPERPOD_KUBERNETES_VERSIONS
+
+    operation = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    assert eks["version"] == DEFAULT_KUBERNETES_VERSION
+    assert operation["output"]["eksCluster"]["version"] == DEFAULT_KUBERNETES_VERSION
 
 
 def test_the_hyperpod_wait_is_woken_by_the_state_change_event(api: ApiClient, cloud: Any) -> None:
