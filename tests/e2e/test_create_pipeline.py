@@ -374,3 +374,37 @@ def test_a_lost_state_change_event_is_covered_by_the_fallback_poll(
     hyperpod_stage = stages(done)["hyperpod"]
     assert hyperpod_stage["attempts"] == 1
     assert seconds(hyperpod_stage) >= HYPERPOD_WAIT_SECONDS
+
+
+def test_each_csi_driver_gets_its_own_pod_identity_role(api: ApiClient, cloud: Any) -> None:
+    # Record the CreateAddon requests EKS receives.
+    eks = cloud.emulation.eks
+    original = eks.create_addon
+    requests: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def create_addon(params: dict[str, Any]) -> Any:
+        requests[(params["clusterName"], params["addonName"])] = dict(params)
+        return original(params)
+
+    eks.create_addon = create_addon
+    s3 = follow(api, cloud, create(api, cloud, "s3"), timeout=240)
+    body = demo_request(api, "fsx", BUCKET)
+    body["storage"] = {"fsx": {"storageCapacityGiB": 1200}}
+    fsx = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert s3["status"] == "SUCCEEDED", s3.get("error")
+    assert fsx["status"] == "SUCCEEDED", fsx.get("error")
+
+    def role(logical_id: str) -> str:
+        name = cloud.resources[logical_id]
+        return str(cloud.client("iam").get_role(RoleName=name)["Role"]["Arn"])
+
+    assert requests[("hypd-s3", "aws-mountpoint-s3-csi-driver")]["podIdentityAssociations"] == [
+        {"serviceAccount": "s3-csi-driver-sa", "roleArn": role("S3CsiDriverRole")}
+    ]
+    assert requests[("hypd-fsx", "aws-fsx-csi-driver")]["podIdentityAssociations"] == [
+        {"serviceAccount": "fsx-csi-controller-sa", "roleArn": role("FsxCsiDriverRole")}
+    ]
+    # No other add-on of either cluster is given a role.
+    assert [key for key, params in requests.items() if params.get("podIdentityAssociations")] \
+        == [("hypd-s3", "aws-mountpoint-s3-csi-driver"), ("hypd-fsx", "aws-fsx-csi-driver")]

@@ -19,7 +19,9 @@ cluster take three rounds of about a minute):
 | storage CSI driver | eks-pod-identity-agent, coredns | credentials from a pod identity; DNS |
 
 The CSI driver is aws-mountpoint-s3-csi-driver for S3 storage and aws-fsx-csi-driver for FSx for
-Lustre; given a role ARN it gets a ``podIdentityAssociations`` entry for its service account.
+Lustre; each gets a ``podIdentityAssociations`` entry for its service account with its own role
+(`advance_addons`' ``pod_identity_roles``, by add-on name: the deployment's S3CsiDriverRole and
+FsxCsiDriverRole), never another add-on's.
 
 cert-manager and metrics-server are *not* in the create plan. Neither the HyperPod cluster nor
 the dependency chart needs them (the HyperPod chart ships its cert-manager subchart disabled);
@@ -294,7 +296,7 @@ def advance_addons(
     plan: Sequence[AddonSpec],
     *,
     version_for: str | None = None,
-    pod_identity_role_arn: str | None = None,
+    pod_identity_roles: Mapping[str, str] | None = None,
     client_token: str | None = None,
     awaiting_nodes: bool = True,
     now: datetime | None = None,
@@ -302,9 +304,12 @@ def advance_addons(
     """One step of installing `plan` on `cluster_name` (see the module docstring).
 
     `version_for` is the Kubernetes version whose default add-on versions are installed
-    (DescribeAddonVersions); None reads it from the cluster. `client_token` prefixes each
+    (DescribeAddonVersions); None reads it from the cluster. `pod_identity_roles` maps an
+    add-on's name to the role its service account's pod identity association gets (an add-on
+    with a service account but no role gets no association). `client_token` prefixes each
     CreateAddon's token (``{client_token}-{addon}``). Raises `AddonFailed`, `AddonUnavailable`.
     """
+    roles = pod_identity_roles or {}
     names = {spec.name for spec in plan}
     for spec in plan:
         outside = [p for p in spec.prerequisites if p not in names]
@@ -339,7 +344,7 @@ def advance_addons(
             spec,
             cluster_name=cluster_name,
             version=version,
-            pod_identity_role_arn=pod_identity_role_arn,
+            pod_identity_role_arn=roles.get(spec.name),
             client_token=client_token,
         )
         addon = eks_api.create_addon(eks, params)

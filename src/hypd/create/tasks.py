@@ -63,6 +63,16 @@ class CreateSettings:
     s3_csi_driver_role_arn: str | None
     network_stack_role_arn: str | None
     dependency_chart: str
+    fsx_csi_driver_role_arn: str | None = None
+
+    @property
+    def pod_identity_roles(self) -> dict[str, str]:
+        """The role of each CSI driver add-on's pod identity (each driver its own)."""
+        roles = {
+            addons.CSI_DRIVERS["s3"]: self.s3_csi_driver_role_arn,
+            addons.CSI_DRIVERS["fsx"]: self.fsx_csi_driver_role_arn,
+        }
+        return {addon: role for addon, role in roles.items() if role}
 
 
 @dataclass
@@ -229,17 +239,20 @@ def build_router(services: CreateServices) -> TaskRouter:
         return {}
 
     # ---------------------------------------------------------------- dependencies
+    def advance_addons(operation: Operation, resolved: ResolvedCreate) -> addons.AddonProgress:
+        return addons.advance_addons(
+            services.client("eks"),
+            resolved.eks_cluster_name,
+            addons.plan_addons(_storage_kind(resolved)),
+            pod_identity_roles=services.settings.pod_identity_roles,
+            client_token=f"{operation.id}-addons",
+        )
+
     @polling("install-addons", "check-addons")
     def addons_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
-            progress = addons.advance_addons(
-                services.client("eks"),
-                resolved.eks_cluster_name,
-                addons.plan_addons(_storage_kind(resolved)),
-                pod_identity_role_arn=services.settings.s3_csi_driver_role_arn,
-                client_token=f"{operation.id}-addons",
-            )
+            progress = advance_addons(operation, resolved)
             return poll_result(progress.done, progress.next_check_seconds)
 
         return step(task, "dependencies", work, start=start)
@@ -257,13 +270,7 @@ def build_router(services: CreateServices) -> TaskRouter:
             applied = apply_manifests(
                 services.kubernetes(resolved.eks_cluster_name), manifests, namespace="kube-system"
             )
-            progress = addons.advance_addons(
-                services.client("eks"),
-                resolved.eks_cluster_name,
-                addons.plan_addons(_storage_kind(resolved)),
-                pod_identity_role_arn=services.settings.s3_csi_driver_role_arn,
-                client_token=f"{_operation.id}-addons",
-            )
+            progress = advance_addons(_operation, resolved)
             return {
                 "addons": progress.summary(),
                 "chartObjects": len(applied),
