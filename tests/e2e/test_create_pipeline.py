@@ -96,6 +96,26 @@ def test_a_create_without_a_version_gets_hyperpods_newest_not_eks_default(
     assert operation["output"]["eksCluster"]["version"] == DEFAULT_KUBERNETES_VERSION
 
 
+def test_the_dependency_chart_is_rendered_for_the_clusters_region_and_version(
+    api: ApiClient, cloud: Any
+) -> None:
+    operation = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    version = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]["version"]
+    store = cloud.emulation.kube.get("hypd-e2e").store
+    agent = store.get(store.builtin_type("apps", "daemonsets"), "aws-hyperpod",
+                      "health-monitoring-agent")
+    (container,) = agent["spec"]["template"]["spec"]["containers"]
+    # The agent's image comes from the cluster's Region, not the chart's us-east-1 fallback.
+    assert f".dkr.ecr.{cloud.region}.amazonaws.com/" in container["image"]
+    assert "us-east-1" not in container["image"]
+    namespace = store.get(store.builtin_type("", "namespaces"), None, "aws-hyperpod")
+    assert namespace["metadata"]["annotations"]["hypd.dev/rendered-for-kubernetes"] == (
+        f"v{version}"
+    )
+
+
 def test_the_hyperpod_wait_is_woken_by_the_state_change_event(api: ApiClient, cloud: Any) -> None:
     # HyperPod takes its emulated creation time; the task-token wait ends when the state-change
     # event arrives, not at a poll: the stage lasts the creation time plus nothing to speak of.

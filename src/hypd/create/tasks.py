@@ -260,17 +260,19 @@ def build_router(services: CreateServices) -> TaskRouter:
     @router.task("apply-dependency-chart", OperationInput)
     def apply_dependency_chart(task: OperationInput) -> dict[str, Any]:
         def work() -> dict[str, Any]:
-            _operation, resolved = load(task.operation_id)
+            operation, resolved = load(task.operation_id)
+            eks = output_of(operation, "eks", EksOutput)
             manifests = chart.render_chart(
                 chart.chart_source(services.settings.dependency_chart),
                 release="hyperpod-dependencies",
                 namespace="kube-system",
-                values={},
+                values=chart.chart_values(services.settings.region),
+                kube_version=eks.version or resolved.kubernetes_version,
             )
             applied = apply_manifests(
                 services.kubernetes(resolved.eks_cluster_name), manifests, namespace="kube-system"
             )
-            progress = advance_addons(_operation, resolved)
+            progress = advance_addons(operation, resolved)
             return {
                 "addons": progress.summary(),
                 "chartObjects": len(applied),
