@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from hypd.clusters.create_request import DEFAULT_KUBERNETES_VERSION, HYPERPOD_KUBERNETES_VERSIONS
+from hypd.create.verify import VERIFY_TIMEOUT
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
 from statemachines.generate import HYPERPOD_WAIT_SECONDS
@@ -354,6 +355,26 @@ def test_groups_keep_their_capacity_subnet_and_kubernetes_choices(
     nodes = operation["output"]["nodes"]
     assert sorted(n["group"] for n in nodes) == ["gpu", "spot", "spot"]
     assert {n["health"] for n in nodes} == {"Schedulable"}
+
+
+def test_verify_waits_for_deep_health_checks_beyond_the_usual_timeout(
+    api: ApiClient, cloud: Any
+) -> None:
+    # A group with deep health checks: its node stays Unschedulable for the emulator's 75
+    # minutes after boot, long after HyperPod (continuous provisioning) says InService.
+    body = demo_request(api, "e2e", BUCKET)
+    body["instanceGroups"][0]["deepHealthChecks"] = ["InstanceStress"]
+    cloud.client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+    )
+
+    operation = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    verify_stage = stages(operation)["verify"]
+    assert verify_stage["attempts"] == 1
+    assert seconds(verify_stage) > VERIFY_TIMEOUT.total_seconds()
+    assert [n["health"] for n in operation["output"]["nodes"]] == ["Schedulable"]
 
 
 def test_a_failed_eks_cluster_is_replaced_by_the_retry(api: ApiClient, cloud: Any) -> None:

@@ -426,12 +426,18 @@ def build_router(services: CreateServices) -> TaskRouter:
             if result.ready:
                 return {**poll_result(True), **dump(result)}
             waited = elapsed(operation, "verify")
-            if waited >= verify.VERIFY_TIMEOUT_SECONDS:
+            # Deep health checks hold nodes Unschedulable for 60-90 minutes after they boot.
+            deadline = verify.verification_timeout(
+                verify.VERIFY_TIMEOUT,
+                deep_health_checks=any(g.deep_health_checks for g in resolved.instance_groups),
+            )
+            if waited >= deadline.total_seconds():
                 raise verify.VerificationTimedOut(
                     f"after {int(waited)} s: " + "; ".join(result.problems),
-                    details={"problems": result.problems},
+                    details={"problems": result.problems,
+                             "timeoutSeconds": int(deadline.total_seconds())},
                 )
-            return poll_result(False, verify.CHECK_INTERVAL_SECONDS)
+            return poll_result(False, verify.check_interval(waited))
 
         answer = step(task, "verify", work, start=start, complete=ready, summarize=summary)
         return poll_result(True) if answer["ready"] else answer
