@@ -456,6 +456,32 @@ class Emulation:
                 "message": fields.get("message"),
             }
 
+        def eks_create_stalls(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, optional={"name": str, "seconds": int, "release": bool})
+            if fields.get("release"):
+                if "name" not in fields:
+                    raise _BadField("name", "is required to release a stalled creation")
+                self.eks.release_cluster(fields["name"])
+            else:
+                self.eks.stall_next_cluster(fields.get("name"), fields.get("seconds"))
+            self.tick()
+            return 201, {"injected": "eks/create-stalls", **fields}
+
+        def eks_addon_stalls(body: Any) -> tuple[int, Any]:
+            fields = _fields(
+                body,
+                required={"clusterName": str, "addonName": str},
+                optional={"seconds": int, "release": bool},
+            )
+            if fields.get("release"):
+                self.eks.release_addon(fields["clusterName"], fields["addonName"])
+            else:
+                self.eks.stall_addon(
+                    fields["clusterName"], fields["addonName"], fields.get("seconds")
+                )
+            self.tick()
+            return 201, {"injected": "eks/addon-stalls", **fields}
+
         def eks_addon_degraded(body: Any) -> tuple[int, Any]:
             fields = _fields(
                 body,
@@ -486,6 +512,8 @@ class Emulation:
             "hyperpod/node-unhealthy": hyperpod_node_unhealthy,
             "hyperpod/insufficient-capacity": hyperpod_insufficient_capacity,
             "eks/create-fails": eks_create_fails,
+            "eks/create-stalls": eks_create_stalls,
+            "eks/addon-stalls": eks_addon_stalls,
             "eks/addon-degraded": eks_addon_degraded,
         }
         return {

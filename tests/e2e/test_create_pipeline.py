@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from hypd.clusters.create_request import DEFAULT_KUBERNETES_VERSION, HYPERPOD_KUBERNETES_VERSIONS
+from hypd.create.addons import ADDON_WAIT
+from hypd.create.control_plane import EKS_WAIT
 from hypd.create.verify import VERIFY_TIMEOUT
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
@@ -395,6 +397,55 @@ def test_a_failed_eks_cluster_is_replaced_by_the_retry(api: ApiClient, cloud: An
     assert cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]["status"] == "ACTIVE"
     assert stages(done)["network"]["attempts"] == 1
     assert stages(done)["eks"]["attempts"] == 2
+
+
+def test_an_eks_cluster_that_stays_creating_fails_its_stage_and_a_retry_waits_again(
+    api: ApiClient, cloud: Any
+) -> None:
+    cloud.emulation.eks.stall_next_cluster("hypd-e2e")
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    eks_stage = stages(failed)["eks"]
+    assert eks_stage["error"]["code"] == "EksClusterTimedOut"
+    assert "still CREATING" in eks_stage["error"]["message"]
+    assert seconds(eks_stage) >= EKS_WAIT.give_up_after_seconds
+    assert api.get("/clusters/e2e")["status"] == "FAILED"
+
+    # EKS finishes at last: the retry waits for the same cluster and goes on.
+    arn = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]["arn"]
+    cloud.emulation.eks.release_cluster("hypd-e2e")
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]["arn"] == arn
+    assert stages(done)["network"]["attempts"] == 1
+    assert stages(done)["eks"]["attempts"] == 2
+
+
+def test_an_addon_that_stays_creating_fails_dependencies_and_a_retry_waits_again(
+    api: ApiClient, cloud: Any
+) -> None:
+    cloud.emulation.eks.stall_addon("hypd-e2e", "coredns")
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    dependencies = stages(failed)["dependencies"]
+    assert dependencies["error"]["code"] == "AddonsTimedOut"
+    assert "coredns (CREATING)" in dependencies["error"]["message"]
+    assert seconds(dependencies) >= ADDON_WAIT.give_up_after_seconds
+    assert stages(failed)["eks"]["status"] == "SUCCEEDED"
+
+    cloud.emulation.eks.release_addon("hypd-e2e", "coredns")
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert stages(done)["eks"]["attempts"] == 1
+    assert stages(done)["dependencies"]["attempts"] == 2
 
 
 def test_a_lost_state_change_event_is_covered_by_the_fallback_poll(

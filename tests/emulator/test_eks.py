@@ -275,6 +275,42 @@ def test_injected_creation_failure(emu, clock):
     assert "endpoint" not in cluster
 
 
+def test_a_stalled_creation_stays_creating_until_released(emu, clock):
+    emu.stall_next_cluster("other")
+    emu.stall_next_cluster("ml")
+    create(emu)
+    clock.advance(6 * 3600)
+    assert call(emu, "DescribeCluster", name="ml")["cluster"]["status"] == "CREATING"
+    assert emu.next_due() is None  # nothing scheduled: a token wait cannot jump to it
+    emu.release_cluster("ml")
+    assert call(emu, "DescribeCluster", name="ml")["cluster"]["status"] == "ACTIVE"
+    # The stall was used up: the next creation of that name takes its usual time.
+    create(emu, "other")
+    clock.advance(12 * 60)
+    assert call(emu, "DescribeCluster", name="other")["cluster"]["status"] == "CREATING"
+
+
+def test_a_stall_of_some_seconds_delays_the_creation(emu, clock):
+    emu.stall_next_cluster(seconds=3600)
+    create(emu)
+    clock.advance(3599)
+    assert call(emu, "DescribeCluster", name="ml")["cluster"]["status"] == "CREATING"
+    clock.advance(1)
+    assert call(emu, "DescribeCluster", name="ml")["cluster"]["status"] == "ACTIVE"
+
+
+def test_a_stalled_addon_stays_creating_until_released(emu, clock, events):
+    active(emu, clock)
+    emu.stall_addon("ml", "vpc-cni")
+    call(emu, "CreateAddon", clusterName="ml", addonName="vpc-cni")
+    clock.advance(3600)
+    assert addon_status(emu, "vpc-cni") == "CREATING"
+    assert events.items == []
+    emu.release_addon("ml", "vpc-cni")
+    assert addon_status(emu, "vpc-cni") == "ACTIVE"
+    assert events.types() == [ADDON_CREATION_SUCCEEDED]
+
+
 def test_set_endpoint_overrides_the_endpoint(emu, clock):
     active(emu, clock)
     emu.set_endpoint("ml", "https://127.0.0.1:7443")

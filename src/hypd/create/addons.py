@@ -69,6 +69,13 @@ class AddonFailed(PermanentError):
     code = "AddonFailed"
 
 
+class AddonsTimedOut(PermanentError):
+    """Planned add-ons are still not installed when the wait is overdue (`ADDON_WAIT`): the
+    stage fails; a retry of the operation waits for them again."""
+
+    code = "AddonsTimedOut"
+
+
 class AddonUnavailable(PermanentError):
     """EKS offers no version of a planned add-on for the cluster's Kubernetes version."""
 
@@ -171,6 +178,25 @@ def next_check_seconds(elapsed_seconds: float) -> int:
     """Seconds until the next look, `elapsed_seconds` after the latest add-on creation (or,
     coarser, after the stage started)."""
     return ADDON_WAIT.next_check(elapsed_seconds)
+
+
+def check_overdue(progress: AddonProgress, waited_seconds: float) -> None:
+    """Give up on add-ons not settled after `ADDON_WAIT`'s give-up time.
+
+    Raises:
+        AddonsTimedOut: some planned add-on is not settled and `waited_seconds` are overdue.
+    """
+    if progress.done or not ADDON_WAIT.overdue(waited_seconds):
+        return
+    waiting = {a.name: a.status for a in progress.addons if not a.settled}
+    raise AddonsTimedOut(
+        f"after {int(waited_seconds)} s the add-ons "
+        + ", ".join(f"{name} ({status})" for name, status in waiting.items())
+        + f" are still not installed (each takes about {ADDON_EXPECTED_SECONDS} s; hypd waits "
+        f"{ADDON_WAIT.give_up_after_seconds // 60} minutes); retry the operation to wait for "
+        "them again",
+        details={"addons": waiting, "waitedSeconds": int(waited_seconds)},
+    )
 
 
 # ---------------------------------------------------------------------------- progress

@@ -212,10 +212,9 @@ def build_router(services: CreateServices) -> TaskRouter:
                 client_token=f"{operation.id}-eks-{attempt}",
                 replace_failed=attempt > 1,
             )
-            return poll_result(
-                state.ready,
-                control_plane.next_check_seconds(elapsed(operation, "eks")),
-            )
+            waited = elapsed(operation, "eks")
+            control_plane.check_overdue(state, waited)
+            return poll_result(state.ready, control_plane.next_check_seconds(waited))
 
         return step(task, "eks", work, start=start)
 
@@ -253,6 +252,7 @@ def build_router(services: CreateServices) -> TaskRouter:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
             progress = advance_addons(operation, resolved)
+            addons.check_overdue(progress, elapsed(operation, "dependencies"))
             return poll_result(progress.done, progress.next_check_seconds)
 
         return step(task, "dependencies", work, start=start)

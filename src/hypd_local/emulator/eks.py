@@ -170,6 +170,12 @@ class EksEmulator:
         self._timers: list[tuple[datetime, int, Callable[[datetime], None]]] = []
         self._seq = itertools.count()
         self._fail_next: list[tuple[str | None, str]] = []
+        # Stalled creations: the next CreateCluster of a name (None: any) takes these seconds
+        # (None: stays CREATING until released); clusters and add-ons stalled until released.
+        self._stall_next: list[tuple[str | None, float | None]] = []
+        self._stalled_clusters: dict[str, tuple[_Cluster, str | None]] = {}
+        self._pending_addon_stalls: dict[tuple[str, str], float | None] = {}
+        self._stalled_addons: dict[tuple[str, str], _Addon] = {}
         self._pending_degrade: dict[tuple[str, str], dict[str, Any]] = {}
         self._endpoints: dict[str, str] = {}
         self._certificate_authorities: dict[str, str] = {}
@@ -230,6 +236,39 @@ class EksEmulator:
     def fail_next_cluster(self, name: str | None = None, message: str = "") -> None:
         """The next CreateCluster (of ``name``, or of any name) ends FAILED instead of ACTIVE."""
         self._fail_next.append((name, message or "Cluster creation failed (injected fault)."))
+
+    @_locked
+    def stall_next_cluster(self, name: str | None = None, seconds: float | None = None) -> None:
+        """The next CreateCluster (of ``name``, or of any name) stays CREATING for ``seconds``
+        instead of the usual 8-12 minutes; None: until `release_cluster`."""
+        self._stall_next.append((name, seconds))
+
+    @_locked
+    def release_cluster(self, name: str) -> None:
+        """A cluster stalled until released finishes its creation now."""
+        now = self._now()
+        stalled = self._stalled_clusters.pop(name, None)
+        if stalled is not None:
+            cluster, failure = stalled
+            self._at(now, lambda t: self._finish_cluster_create(cluster, failure, t))
+            self._advance()
+
+    @_locked
+    def stall_addon(self, cluster: str, addon: str, seconds: float | None = None) -> None:
+        """The add-on's creation (the next one, if it is not being created yet) stays
+        CREATING for ``seconds`` instead of `EksDurations.addon_create`; None: until
+        `release_addon`."""
+        self._pending_addon_stalls[(cluster, addon)] = seconds
+
+    @_locked
+    def release_addon(self, cluster: str, addon: str) -> None:
+        """An add-on stalled until released finishes its creation now."""
+        now = self._now()
+        self._pending_addon_stalls.pop((cluster, addon), None)
+        record = self._stalled_addons.pop((cluster, addon), None)
+        if record is not None:
+            self._at(now, lambda t: self._finish_addon_create(record, t))
+            self._advance()
 
     @_locked
     def degrade_addon(
@@ -357,8 +396,17 @@ class EksEmulator:
         if bootstrap and mode in _API_MODES:
             self._bootstrap_creator_entry(cluster, now)
         failure = self._take_failure(name)
-        due = now + timedelta(seconds=self.durations.cluster_create(name))
-        self._at(due, lambda t: self._finish_cluster_create(cluster, failure, t))
+        seconds: float | None = self.durations.cluster_create(name)
+        for index, (wanted, stall) in enumerate(self._stall_next):
+            if wanted is None or wanted == name:
+                del self._stall_next[index]
+                seconds = stall
+                break
+        if seconds is None:
+            self._stalled_clusters[name] = (cluster, failure)
+        else:
+            due = now + timedelta(seconds=seconds)
+            self._at(due, lambda t: self._finish_cluster_create(cluster, failure, t))
         return {"cluster": self._describe_cluster(cluster)}
 
     def _vpc_of(self, name: str, subnets: list[str]) -> str:
@@ -592,8 +640,14 @@ class EksEmulator:
             namespace=namespace or spec.default_namespace,
         )
         cluster.addons[name] = addon
-        due = now + timedelta(seconds=self.durations.addon_create)
-        self._at(due, lambda t: self._finish_addon_create(addon, t))
+        seconds: float | None = self.durations.addon_create
+        if (cluster.name, name) in self._pending_addon_stalls:
+            seconds = self._pending_addon_stalls.pop((cluster.name, name))
+        if seconds is None:
+            self._stalled_addons[(cluster.name, name)] = addon
+        else:
+            due = now + timedelta(seconds=seconds)
+            self._at(due, lambda t: self._finish_addon_create(addon, t))
         return {"addon": self._describe_addon(addon)}
 
     def _check_version(self, cluster: _Cluster, name: str, version: str) -> None:
