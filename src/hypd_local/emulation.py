@@ -170,6 +170,8 @@ class Emulation:
             account_id,
             region,
             subnet_vpc=lambda s: self._subnet(s, "vpc_id"),
+            subnet_zone=lambda s: self._subnet(s, "availability_zone"),
+            region_zones=self._region_zones,
         )
         self.hyperpod = HyperPodEmulator(
             clock,
@@ -456,6 +458,14 @@ class Emulation:
                 "message": fields.get("message"),
             }
 
+        def eks_unsupported_zones(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, required={"zones": list})
+            zones = fields["zones"]
+            if not all(isinstance(zone, str) and zone for zone in zones):
+                raise _BadField("zones", "must be a list of zone names")
+            self.eks.set_unsupported_zones(zones)
+            return 201, {"injected": "eks/unsupported-zones", "zones": sorted(zones)}
+
         def eks_create_stalls(body: Any) -> tuple[int, Any]:
             fields = _fields(body, optional={"name": str, "seconds": int, "release": bool})
             if fields.get("release"):
@@ -513,6 +523,7 @@ class Emulation:
             "hyperpod/insufficient-capacity": hyperpod_insufficient_capacity,
             "eks/create-fails": eks_create_fails,
             "eks/create-stalls": eks_create_stalls,
+            "eks/unsupported-zones": eks_unsupported_zones,
             "eks/addon-stalls": eks_addon_stalls,
             "eks/addon-degraded": eks_addon_degraded,
         }
@@ -574,6 +585,13 @@ class Emulation:
             except Exception:  # a boundary that does not exist allows nothing
                 boundary = json.dumps({"Statement": []})
         return Role(arn, role.assume_role_policy_document, tuple(policies), boundary)
+
+    def _region_zones(self) -> list[str]:
+        """The Region's zone names, as moto's EC2 describes them."""
+        from moto.ec2.models import ec2_backends
+
+        backend = ec2_backends[self.account_id][self.region]
+        return sorted(zone.name for zone in backend.describe_availability_zones())
 
     def _subnet(self, subnet_id: str, attribute: str) -> str | None:
         from moto.ec2.models import ec2_backends

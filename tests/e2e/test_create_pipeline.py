@@ -21,6 +21,7 @@ from hypd.create.verify import VERIFY_TIMEOUT
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
 from statemachines.generate import HYPERPOD_WAIT_SECONDS
+from tests.conftest import ROOT
 from tests.support import fail_calls
 
 BUCKET = "hypd-e2e-data"
@@ -500,3 +501,95 @@ def test_each_csi_driver_gets_its_own_pod_identity_role(api: ApiClient, cloud: A
     # No other add-on of either cluster is given a role.
     assert [key for key, params in requests.items() if params.get("podIdentityAssociations")] \
         == [("hypd-s3", "aws-mountpoint-s3-csi-driver"), ("hypd-fsx", "aws-fsx-csi-driver")]
+
+
+def _control_plane_zones(cloud: Any, subnet_ids: list[str]) -> list[str]:
+    subnets = cloud.client("ec2").describe_subnets(SubnetIds=subnet_ids)["Subnets"]
+    by_id = {s["SubnetId"]: s["AvailabilityZone"] for s in subnets}
+    return [by_id[s] for s in subnet_ids]
+
+
+def test_a_zone_eks_refuses_gets_a_new_control_plane_subnet_and_the_create_completes(
+    api: ApiClient, cloud: Any
+) -> None:
+    # EKS refuses us-west-2b, the stack's second zone (the cluster's is us-west-2a): a zone
+    # hypd cannot know about in advance.
+    body = demo_request(api, "e2e", BUCKET)
+    assert body["availabilityZone"] == "us-west-2a"
+    cloud.emulation.eks.set_unsupported_zones(["us-west-2b"])
+
+    operation = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    by_name = stages(operation)
+    assert by_name["network"]["attempts"] == by_name["eks"]["attempts"] == 1
+    recorded = by_name["network"]["output"]
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    subnets = eks["resourcesVpcConfig"]["subnetIds"]
+    assert _control_plane_zones(cloud, subnets) == ["us-west-2a", "us-west-2c"]
+    assert eks["resourcesVpcConfig"]["vpcId"] == recorded["vpcId"]
+    # The stack now points at the subnets EKS took; what it made first is all still there.
+    stack = cloud.client("cloudformation").describe_stacks(StackName="hypd-e2e-network")
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Stacks"][0]["Outputs"]}
+    assert outputs["ControlPlaneSubnetIds"].split(",") == subnets
+    assert _control_plane_zones(cloud, recorded["controlPlaneSubnetIds"]) == [
+        "us-west-2a", "us-west-2b"]
+    assert outputs["SecurityGroupId"] == recorded["securityGroupId"]
+    assert cloud.client("sagemaker").describe_cluster(ClusterName="hypd-e2e")[
+        "VpcConfig"]["Subnets"] == [recorded["computeSubnets"]["gpu"]]
+
+
+def test_a_failed_move_of_the_control_plane_fails_eks_and_a_retry_completes_it(
+    api: ApiClient, cloud: Any
+) -> None:
+    cloud.emulation.eks.set_unsupported_zones(["us-west-2b"])
+    cloud.faults.fail("cloudformation", "UpdateStack", code="InsufficientCapabilitiesException",
+                      times=1)
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    eks_stage = stages(failed)["eks"]
+    assert eks_stage["error"]["code"] == "InsufficientCapabilitiesException"
+    assert "updating stack hypd-e2e-network" in eks_stage["error"]["message"]
+
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert stages(done)["network"]["attempts"] == 1
+    assert stages(done)["eks"]["attempts"] == 2
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    assert _control_plane_zones(cloud, eks["resourcesVpcConfig"]["subnetIds"]) == [
+        "us-west-2a", "us-west-2c"]
+
+
+@pytest.fixture
+def cloud_us_east_1() -> Any:
+    from hypd_cli.local import local_parameters
+    from hypd_local import LocalCloud
+
+    template = ROOT / "template.yaml"
+    with LocalCloud(template, region="us-east-1",
+                    parameters=local_parameters(template)) as running:
+        yield running
+        running.wait_for_executions(timeout=60)
+
+
+def test_the_second_control_plane_zone_avoids_the_zone_eks_documents_as_unsupported(
+    cloud_us_east_1: Any,
+) -> None:
+    # us-east-1e is use1-az3 here, which EKS documents as unsupported (and the emulated EKS
+    # refuses): after us-east-1d, the control plane goes to us-east-1f, at once.
+    cloud = cloud_us_east_1
+    api = ApiClient(cloud.api_url)
+    cloud.client("s3").create_bucket(Bucket=BUCKET)
+    body = {**demo_request(api, "e2e", BUCKET), "availabilityZone": "us-east-1d"}
+
+    operation = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    subnets = eks["resourcesVpcConfig"]["subnetIds"]
+    assert subnets == stages(operation)["network"]["output"]["controlPlaneSubnetIds"]
+    assert _control_plane_zones(cloud, subnets) == ["us-east-1d", "us-east-1f"]

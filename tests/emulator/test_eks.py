@@ -238,6 +238,30 @@ def test_subnets_resolve_to_their_vpc(clock, events):
                         resourcesVpcConfig={"subnetIds": ids}).code == "InvalidParameterException"
 
 
+def test_a_subnet_in_an_unsupported_zone_is_refused_naming_the_valid_zones(clock, events):
+    zones = {"subnet-0a": "us-east-1d", "subnet-0b": "us-east-1e", "subnet-0f": "us-east-1f"}
+    region = [f"us-east-1{letter}" for letter in "abcdef"]
+    emu = EksEmulator(clock, events, ACCOUNT, "us-east-1", subnet_zone=zones.get,
+                      region_zones=lambda: region)
+    # us-east-1e by default, as in AWS's example
+    assert emu.unsupported_zones == {"us-east-1e"}
+    error = error_of(emu, "CreateCluster", name="ml", roleArn=ROLE,
+                     resourcesVpcConfig={"subnetIds": ["subnet-0a", "subnet-0b"]})
+    assert error.code == "UnsupportedAvailabilityZoneException"
+    assert error.status == 400
+    assert error.fields["validZones"] == [z for z in region if z != "us-east-1e"]
+    assert error.fields["clusterName"] == "ml"
+    assert "us-east-1e, the targeted availability zone" in error.message
+    assert error_of(emu, "DescribeCluster", name="ml").code == "ResourceNotFoundException"
+    # Subnets in supported zones are accepted; the set is configurable.
+    call(emu, "CreateCluster", name="ml", roleArn=ROLE,
+         resourcesVpcConfig={"subnetIds": ["subnet-0a", "subnet-0f"]})
+    emu.set_unsupported_zones(["us-east-1f"])
+    error = error_of(emu, "CreateCluster", name="ml2", roleArn=ROLE,
+                     resourcesVpcConfig={"subnetIds": ["subnet-0b", "subnet-0f"]})
+    assert error.fields["validZones"] == [z for z in region if z != "us-east-1f"]
+
+
 def test_list_clusters_paginates(emu):
     for i in range(5):
         create(emu, f"c{i}")

@@ -122,23 +122,20 @@ def next_check_seconds(elapsed_seconds: float) -> int:
     return EKS_WAIT.next_check(elapsed_seconds)
 
 
-def check_overdue(state: EksState, waited_seconds: float) -> None:
-    """Give up on a cluster that is not ACTIVE after `EKS_WAIT`'s give-up time.
+def check_overdue(name: str, doing: str, waited_seconds: float) -> None:
+    """Give up on cluster `name`, not ACTIVE yet (`doing`: what it is at, e.g. "still
+    CREATING"), once `EKS_WAIT`'s give-up time has passed.
 
     Raises:
-        EksClusterTimedOut: `state` is not ready and `waited_seconds` are overdue.
+        EksClusterTimedOut: `waited_seconds` are overdue.
     """
-    if state.ready or not EKS_WAIT.overdue(waited_seconds):
+    if not EKS_WAIT.overdue(waited_seconds):
         return
     raise EksClusterTimedOut(
-        f"EKS cluster {state.name} is still {state.status} after {int(waited_seconds)} s "
-        f"(EKS takes about {EKS_EXPECTED_SECONDS // 60} minutes; hypd waits "
+        f"EKS cluster {name} is {doing} after {int(waited_seconds)} s (EKS takes about "
+        f"{EKS_EXPECTED_SECONDS // 60} minutes; hypd waits "
         f"{EKS_WAIT.give_up_after_seconds // 60}); retry the operation to wait for it again",
-        details={
-            "clusterName": state.name,
-            "status": state.status,
-            "waitedSeconds": int(waited_seconds),
-        },
+        details={"clusterName": name, "status": doing, "waitedSeconds": int(waited_seconds)},
     )
 
 

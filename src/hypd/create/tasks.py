@@ -136,14 +136,18 @@ def build_router(services: CreateServices) -> TaskRouter:
     def network_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
-            zones = [z.name for z in ec2_api.list_availability_zones(services.client("ec2"))]
+            zones = ec2_api.list_availability_zones(services.client("ec2"))
             attempt = operation.stage("network").attempts
             # Inspect before create, on every look: a failed stack of an earlier attempt is
             # replaced (the retry path), whose deletion may take several looks.
             stack = network_stack.ensure_network_stack(
                 services.client("cloudformation"),
                 resolved.tag,
-                network_stack.control_plane_zones(resolved.availability_zone, zones),
+                network_stack.control_plane_zones(
+                    resolved.availability_zone,
+                    [z.name for z in zones],
+                    unsupported=network_stack.known_unsupported_zones(zones),
+                ),
                 client_token=f"{operation.id}-network-{attempt}",
                 replace_failed=attempt > 1,
                 role_arn=services.settings.network_stack_role_arn,
@@ -197,26 +201,66 @@ def build_router(services: CreateServices) -> TaskRouter:
     def eks_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
-            network = output_of(operation, "network", NetworkOutput)
+            cfn = services.client("cloudformation")
             attempt = operation.stage("eks").attempts
-            # Inspect before create, on every look: a FAILED cluster of an earlier attempt is
-            # replaced (the retry path), whose deletion takes several looks.
-            state = control_plane.ensure_eks_cluster(
-                services.client("eks"),
-                name=resolved.eks_cluster_name,
-                role_arn=services.settings.eks_cluster_role_arn,
-                subnet_ids=network.control_plane_subnet_ids,
-                security_group_ids=[network.security_group_id],
-                kubernetes_version=resolved.kubernetes_version,
-                tags={HYPD_TAG_KEY: resolved.tag},
-                client_token=f"{operation.id}-eks-{attempt}",
-                replace_failed=attempt > 1,
-            )
+            moves = int((operation.stage("eks").progress or {}).get("controlPlaneMoves", 0))
             waited = elapsed(operation, "eks")
-            control_plane.check_overdue(state, waited)
+            # The stack's control-plane subnets as they are now: a zone EKS refused may have
+            # been replaced (below), also in an earlier attempt.
+            network = network_stack.read_network_stack(cfn, resolved.tag)
+            if not network.ready:  # control-plane subnets being added
+                control_plane.check_overdue(
+                    resolved.eks_cluster_name,
+                    f"waiting for control-plane subnets in zones EKS supports (network stack "
+                    f"{network.stack_name} is {network.status})",
+                    waited,
+                )
+                return poll_result(False, network_stack.UPDATE_CHECK_SECONDS)
+            assert network.security_group_id
+            # A new CreateCluster request after each move (other subnets): a fresh token.
+            token = f"{operation.id}-eks-{attempt}" + (f"-z{moves}" if moves else "")
+            try:
+                # Inspect before create, on every look: a FAILED cluster of an earlier attempt
+                # is replaced (the retry path), whose deletion takes several looks.
+                state = control_plane.ensure_eks_cluster(
+                    services.client("eks"),
+                    name=resolved.eks_cluster_name,
+                    role_arn=services.settings.eks_cluster_role_arn,
+                    subnet_ids=network.control_plane_subnet_ids,
+                    security_group_ids=[network.security_group_id],
+                    kubernetes_version=resolved.kubernetes_version,
+                    tags={HYPD_TAG_KEY: resolved.tag},
+                    client_token=token,
+                    replace_failed=attempt > 1,
+                )
+            except eks_api.UnsupportedAvailabilityZone as refused:
+                # EKS refuses a zone: the stack gains control-plane subnets in zones it
+                # supports (nothing made so far is lost), and CreateCluster is asked again.
+                moving = network_stack.move_control_plane(
+                    cfn,
+                    resolved.tag,
+                    refused.valid_zones,
+                    client_token=f"{operation.id}-eks-{attempt}-zones-{moves + 1}",
+                    role_arn=services.settings.network_stack_role_arn,
+                    moved_before=moves > 0,
+                )
+                if moving is None:
+                    raise
+                return {
+                    **poll_result(False, network_stack.UPDATE_CHECK_SECONDS),
+                    "controlPlaneMoves": moves + 1,
+                    "validZones": refused.valid_zones,
+                }
+            if not state.ready:
+                control_plane.check_overdue(state.name, f"still {state.status}", waited)
             return poll_result(state.ready, control_plane.next_check_seconds(waited))
 
-        return step(task, "eks", work, start=start)
+        def moved(result: dict[str, Any]) -> dict[str, Any] | None:
+            if "controlPlaneMoves" not in result:
+                return None
+            return {k: result[k] for k in ("controlPlaneMoves", "validZones")}
+
+        return step(task, "eks", work, start=start, progress=moved)
 
     @router.task("grant-cluster-access", OperationInput)
     def grant_cluster_access(task: OperationInput) -> dict[str, Any]:

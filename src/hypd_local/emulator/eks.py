@@ -54,6 +54,7 @@ from hypd_local.emulator.eks_model import (
     _invalid_request,
     _not_found,
     _page,
+    _unsupported_zone,
     _Update,
     _uuid,
 )
@@ -111,6 +112,11 @@ CLUSTER_ISSUE_CODES = (
 
 _LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 
+UNSUPPORTED_ZONES: Mapping[str, tuple[str, ...]] = {"us-east-1": ("us-east-1e",)}
+"""Zones where the emulated EKS refuses control-plane subnets, by Region (the default of
+`EksEmulator.unsupported_zones`): us-east-1e, the zone AWS's documentation and users' reports
+name (zone use1-az3 in moto's mapping, one EKS lists as unsupported)."""
+
 
 # --------------------------------------------------------------------------- the emulator
 
@@ -154,6 +160,9 @@ class EksEmulator:
         subnet_vpc: Callable[[str], str | None] | None = None,
         caller_arn: Callable[[], str] | None = None,
         missing_prerequisite_status: str = "DEGRADED",
+        subnet_zone: Callable[[str], str | None] | None = None,
+        region_zones: Callable[[], list[str]] | None = None,
+        unsupported_zones: Iterable[str] | None = None,
     ) -> None:
         if missing_prerequisite_status not in ("DEGRADED", "CREATE_FAILED"):
             raise ValueError("missing_prerequisite_status must be DEGRADED or CREATE_FAILED")
@@ -164,6 +173,13 @@ class EksEmulator:
         self.durations = durations or EksDurations()
         self.catalog = addon_catalog or AddonCatalog.default()
         self._subnet_vpc = subnet_vpc
+        self._subnet_zone = subnet_zone
+        self._region_zones = region_zones
+        self.unsupported_zones: set[str] = set(
+            UNSUPPORTED_ZONES.get(region, ()) if unsupported_zones is None else unsupported_zones
+        )
+        """Zones where CreateCluster refuses subnets (UnsupportedAvailabilityZoneException);
+        needs ``subnet_zone`` to know a subnet's zone."""
         self._caller_arn = caller_arn or (lambda: f"arn:aws:iam::{account_id}:user/moto")
         self.missing_prerequisite_status = missing_prerequisite_status
         self._clusters: dict[str, _Cluster] = {}
@@ -236,6 +252,12 @@ class EksEmulator:
     def fail_next_cluster(self, name: str | None = None, message: str = "") -> None:
         """The next CreateCluster (of ``name``, or of any name) ends FAILED instead of ACTIVE."""
         self._fail_next.append((name, message or "Cluster creation failed (injected fault)."))
+
+    @_locked
+    def set_unsupported_zones(self, zones: Iterable[str]) -> None:
+        """The zones where CreateCluster refuses subnets from now on (replacing the Region's
+        default, `UNSUPPORTED_ZONES`)."""
+        self.unsupported_zones = set(zones)
 
     @_locked
     def stall_next_cluster(self, name: str | None = None, seconds: float | None = None) -> None:
@@ -332,6 +354,7 @@ class EksEmulator:
                 "Subnets specified must be in at least two different AZs", clusterName=name
             )
         vpc_id = self._vpc_of(name, subnets)
+        self._check_zones(name, subnets)
         access = dict(params.get("accessConfig") or {})
         mode = access.get("authenticationMode") or "CONFIG_MAP"
         bootstrap = access.get("bootstrapClusterCreatorAdminPermissions")
@@ -422,6 +445,18 @@ class EksEmulator:
         if len(vpcs) > 1:
             raise _invalid_parameter("Subnets must all be in the same VPC", clusterName=name)
         return vpcs.pop()
+
+    def _check_zones(self, name: str, subnets: list[str]) -> None:
+        """UnsupportedAvailabilityZoneException, as EKS answers it, for a subnet in one of the
+        `unsupported_zones`; ``validZones`` are the Region's other zones."""
+        if self._subnet_zone is None or not self.unsupported_zones:
+            return
+        zones = [self._subnet_zone(subnet) for subnet in subnets]
+        refused = sorted({z for z in zones if z in self.unsupported_zones})
+        if refused:
+            region_zones = self._region_zones() if self._region_zones else []
+            valid = [z for z in sorted(region_zones) if z not in self.unsupported_zones]
+            raise _unsupported_zone(name, refused[0], valid)
 
     def _take_failure(self, name: str) -> str | None:
         for index, (wanted, message) in enumerate(self._fail_next):
