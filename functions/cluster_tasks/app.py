@@ -33,6 +33,7 @@ handler = task_handler(
                 eks_cluster_role_arn=os.environ["EKS_CLUSTER_ROLE_ARN"],
                 hyperpod_execution_role_arn=os.environ["HYPERPOD_EXECUTION_ROLE_ARN"],
                 s3_csi_driver_role_arn=os.environ.get("S3_CSI_DRIVER_ROLE_ARN") or None,
+                fsx_csi_driver_role_arn=os.environ.get("FSX_CSI_DRIVER_ROLE_ARN") or None,
                 network_stack_role_arn=os.environ.get("NETWORK_STACK_ROLE_ARN") or None,
                 dependency_chart=os.environ["DEPENDENCY_CHART"],
                 kubernetes_access_roles=tuple(

@@ -174,6 +174,8 @@ class Emulation:
             region,
             subnet_vpc=lambda s: self._subnet(s, "vpc_id"),
             caller_arn=self._caller_arn,
+            subnet_zone=lambda s: self._subnet(s, "availability_zone"),
+            region_zones=self._region_zones,
         )
         self.hyperpod = HyperPodEmulator(
             clock,
@@ -474,6 +476,40 @@ class Emulation:
                 "message": fields.get("message"),
             }
 
+        def eks_unsupported_zones(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, required={"zones": list})
+            zones = fields["zones"]
+            if not all(isinstance(zone, str) and zone for zone in zones):
+                raise _BadField("zones", "must be a list of zone names")
+            self.eks.set_unsupported_zones(zones)
+            return 201, {"injected": "eks/unsupported-zones", "zones": sorted(zones)}
+
+        def eks_create_stalls(body: Any) -> tuple[int, Any]:
+            fields = _fields(body, optional={"name": str, "seconds": int, "release": bool})
+            if fields.get("release"):
+                if "name" not in fields:
+                    raise _BadField("name", "is required to release a stalled creation")
+                self.eks.release_cluster(fields["name"])
+            else:
+                self.eks.stall_next_cluster(fields.get("name"), fields.get("seconds"))
+            self.tick()
+            return 201, {"injected": "eks/create-stalls", **fields}
+
+        def eks_addon_stalls(body: Any) -> tuple[int, Any]:
+            fields = _fields(
+                body,
+                required={"clusterName": str, "addonName": str},
+                optional={"seconds": int, "release": bool},
+            )
+            if fields.get("release"):
+                self.eks.release_addon(fields["clusterName"], fields["addonName"])
+            else:
+                self.eks.stall_addon(
+                    fields["clusterName"], fields["addonName"], fields.get("seconds")
+                )
+            self.tick()
+            return 201, {"injected": "eks/addon-stalls", **fields}
+
         def eks_addon_degraded(body: Any) -> tuple[int, Any]:
             fields = _fields(
                 body,
@@ -504,6 +540,9 @@ class Emulation:
             "hyperpod/node-unhealthy": hyperpod_node_unhealthy,
             "hyperpod/insufficient-capacity": hyperpod_insufficient_capacity,
             "eks/create-fails": eks_create_fails,
+            "eks/create-stalls": eks_create_stalls,
+            "eks/unsupported-zones": eks_unsupported_zones,
+            "eks/addon-stalls": eks_addon_stalls,
             "eks/addon-degraded": eks_addon_degraded,
         }
         return {
@@ -549,6 +588,13 @@ class Emulation:
         if record is None:
             return None
         return Role(record.arn, record.trust_policy, record.policies, record.boundary)
+
+    def _region_zones(self) -> list[str]:
+        """The Region's zone names, as moto's EC2 describes them."""
+        from moto.ec2.models import ec2_backends
+
+        backend = ec2_backends[self.account_id][self.region]
+        return sorted(zone.name for zone in backend.describe_availability_zones())
 
     def _subnet(self, subnet_id: str, attribute: str) -> str | None:
         from moto.ec2.models import ec2_backends

@@ -14,9 +14,14 @@ from typing import Any
 
 import pytest
 
+from hypd.clusters.create_request import DEFAULT_KUBERNETES_VERSION, HYPERPOD_KUBERNETES_VERSIONS
+from hypd.create.addons import ADDON_WAIT
+from hypd.create.control_plane import EKS_WAIT
+from hypd.create.verify import VERIFY_TIMEOUT
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
 from statemachines.generate import HYPERPOD_WAIT_SECONDS
+from tests.conftest import ROOT
 from tests.support import fail_calls
 
 BUCKET = "hypd-e2e-data"
@@ -78,6 +83,41 @@ def test_the_pipeline_creates_a_verified_cluster(api: ApiClient, cloud: Any) -> 
     assert record["status"] == "ACTIVE"
     assert record["eks"]["name"] == "hypd-e2e"
     assert record["hyperpod"]["status"] == "InService"
+
+
+def test_a_create_without_a_version_gets_hyperpods_newest_not_eks_default(
+    api: ApiClient, cloud: Any
+) -> None:
+    # EKS's default has moved past what HyperPod supports.
+    cloud.emulation.eks.catalog.default_kubernetes_version = "1.34"
+    assert "1.34" not in HYPERPOD_KUBERNETES_VERSIONS
+
+    operation = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    assert eks["version"] == DEFAULT_KUBERNETES_VERSION
+    assert operation["output"]["eksCluster"]["version"] == DEFAULT_KUBERNETES_VERSION
+
+
+def test_the_dependency_chart_is_rendered_for_the_clusters_region_and_version(
+    api: ApiClient, cloud: Any
+) -> None:
+    operation = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    version = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]["version"]
+    store = cloud.emulation.kube.get("hypd-e2e").store
+    agent = store.get(store.builtin_type("apps", "daemonsets"), "aws-hyperpod",
+                      "health-monitoring-agent")
+    (container,) = agent["spec"]["template"]["spec"]["containers"]
+    # The agent's image comes from the cluster's Region, not the chart's us-east-1 fallback.
+    assert f".dkr.ecr.{cloud.region}.amazonaws.com/" in container["image"]
+    assert "us-east-1" not in container["image"]
+    namespace = store.get(store.builtin_type("", "namespaces"), None, "aws-hyperpod")
+    assert namespace["metadata"]["annotations"]["hypd.dev/rendered-for-kubernetes"] == (
+        f"v{version}"
+    )
 
 
 @pytest.mark.frozen_clock
@@ -321,6 +361,26 @@ def test_groups_keep_their_capacity_subnet_and_kubernetes_choices(
     assert {n["health"] for n in nodes} == {"Schedulable"}
 
 
+def test_verify_waits_for_deep_health_checks_beyond_the_usual_timeout(
+    api: ApiClient, cloud: Any
+) -> None:
+    # A group with deep health checks: its node stays Unschedulable for the emulator's 75
+    # minutes after boot, long after HyperPod (continuous provisioning) says InService.
+    body = demo_request(api, "e2e", BUCKET)
+    body["instanceGroups"][0]["deepHealthChecks"] = ["InstanceStress"]
+    cloud.client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+    )
+
+    operation = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    verify_stage = stages(operation)["verify"]
+    assert verify_stage["attempts"] == 1
+    assert seconds(verify_stage) > VERIFY_TIMEOUT.total_seconds()
+    assert [n["health"] for n in operation["output"]["nodes"]] == ["Schedulable"]
+
+
 def test_a_failed_eks_cluster_is_replaced_by_the_retry(api: ApiClient, cloud: Any) -> None:
     cloud.emulation.eks.fail_next_cluster("hypd-e2e", "subnet capacity exhausted")
 
@@ -341,6 +401,55 @@ def test_a_failed_eks_cluster_is_replaced_by_the_retry(api: ApiClient, cloud: An
     assert stages(done)["eks"]["attempts"] == 2
 
 
+def test_an_eks_cluster_that_stays_creating_fails_its_stage_and_a_retry_waits_again(
+    api: ApiClient, cloud: Any
+) -> None:
+    cloud.emulation.eks.stall_next_cluster("hypd-e2e")
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    eks_stage = stages(failed)["eks"]
+    assert eks_stage["error"]["code"] == "EksClusterTimedOut"
+    assert "still CREATING" in eks_stage["error"]["message"]
+    assert seconds(eks_stage) >= EKS_WAIT.give_up_after_seconds
+    assert api.get("/clusters/e2e")["status"] == "FAILED"
+
+    # EKS finishes at last: the retry waits for the same cluster and goes on.
+    arn = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]["arn"]
+    cloud.emulation.eks.release_cluster("hypd-e2e")
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]["arn"] == arn
+    assert stages(done)["network"]["attempts"] == 1
+    assert stages(done)["eks"]["attempts"] == 2
+
+
+def test_an_addon_that_stays_creating_fails_dependencies_and_a_retry_waits_again(
+    api: ApiClient, cloud: Any
+) -> None:
+    cloud.emulation.eks.stall_addon("hypd-e2e", "coredns")
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    dependencies = stages(failed)["dependencies"]
+    assert dependencies["error"]["code"] == "AddonsTimedOut"
+    assert "coredns (CREATING)" in dependencies["error"]["message"]
+    assert seconds(dependencies) >= ADDON_WAIT.give_up_after_seconds
+    assert stages(failed)["eks"]["status"] == "SUCCEEDED"
+
+    cloud.emulation.eks.release_addon("hypd-e2e", "coredns")
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert stages(done)["eks"]["attempts"] == 1
+    assert stages(done)["dependencies"]["attempts"] == 2
+
+
 def test_a_lost_state_change_event_is_covered_by_the_fallback_poll(
     api: ApiClient, cloud: Any
 ) -> None:
@@ -359,3 +468,129 @@ def test_a_lost_state_change_event_is_covered_by_the_fallback_poll(
     hyperpod_stage = stages(done)["hyperpod"]
     assert hyperpod_stage["attempts"] == 1
     assert seconds(hyperpod_stage) >= HYPERPOD_WAIT_SECONDS
+
+
+def test_each_csi_driver_gets_its_own_pod_identity_role(api: ApiClient, cloud: Any) -> None:
+    # Record the CreateAddon requests EKS receives.
+    eks = cloud.emulation.eks
+    original = eks.create_addon
+    requests: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def create_addon(params: dict[str, Any]) -> Any:
+        requests[(params["clusterName"], params["addonName"])] = dict(params)
+        return original(params)
+
+    eks.create_addon = create_addon
+    s3 = follow(api, cloud, create(api, cloud, "s3"), timeout=240)
+    body = demo_request(api, "fsx", BUCKET)
+    body["storage"] = {"fsx": {"storageCapacityGiB": 1200}}
+    fsx = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert s3["status"] == "SUCCEEDED", s3.get("error")
+    assert fsx["status"] == "SUCCEEDED", fsx.get("error")
+
+    def role(logical_id: str) -> str:
+        name = cloud.resources[logical_id]
+        return str(cloud.client("iam").get_role(RoleName=name)["Role"]["Arn"])
+
+    assert requests[("hypd-s3", "aws-mountpoint-s3-csi-driver")]["podIdentityAssociations"] == [
+        {"serviceAccount": "s3-csi-driver-sa", "roleArn": role("S3CsiDriverRole")}
+    ]
+    assert requests[("hypd-fsx", "aws-fsx-csi-driver")]["podIdentityAssociations"] == [
+        {"serviceAccount": "fsx-csi-controller-sa", "roleArn": role("FsxCsiDriverRole")}
+    ]
+    # No other add-on of either cluster is given a role.
+    assert [key for key, params in requests.items() if params.get("podIdentityAssociations")] \
+        == [("hypd-s3", "aws-mountpoint-s3-csi-driver"), ("hypd-fsx", "aws-fsx-csi-driver")]
+
+
+def _control_plane_zones(cloud: Any, subnet_ids: list[str]) -> list[str]:
+    subnets = cloud.client("ec2").describe_subnets(SubnetIds=subnet_ids)["Subnets"]
+    by_id = {s["SubnetId"]: s["AvailabilityZone"] for s in subnets}
+    return [by_id[s] for s in subnet_ids]
+
+
+def test_a_zone_eks_refuses_gets_a_new_control_plane_subnet_and_the_create_completes(
+    api: ApiClient, cloud: Any
+) -> None:
+    # EKS refuses us-west-2b, the stack's second zone (the cluster's is us-west-2a): a zone
+    # hypd cannot know about in advance.
+    body = demo_request(api, "e2e", BUCKET)
+    assert body["availabilityZone"] == "us-west-2a"
+    cloud.emulation.eks.set_unsupported_zones(["us-west-2b"])
+
+    operation = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    by_name = stages(operation)
+    assert by_name["network"]["attempts"] == by_name["eks"]["attempts"] == 1
+    recorded = by_name["network"]["output"]
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    subnets = eks["resourcesVpcConfig"]["subnetIds"]
+    assert _control_plane_zones(cloud, subnets) == ["us-west-2a", "us-west-2c"]
+    assert eks["resourcesVpcConfig"]["vpcId"] == recorded["vpcId"]
+    # The stack now points at the subnets EKS took; what it made first is all still there.
+    stack = cloud.client("cloudformation").describe_stacks(StackName="hypd-e2e-network")
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Stacks"][0]["Outputs"]}
+    assert outputs["ControlPlaneSubnetIds"].split(",") == subnets
+    assert _control_plane_zones(cloud, recorded["controlPlaneSubnetIds"]) == [
+        "us-west-2a", "us-west-2b"]
+    assert outputs["SecurityGroupId"] == recorded["securityGroupId"]
+    assert cloud.client("sagemaker").describe_cluster(ClusterName="hypd-e2e")[
+        "VpcConfig"]["Subnets"] == [recorded["computeSubnets"]["gpu"]]
+
+
+def test_a_failed_move_of_the_control_plane_fails_eks_and_a_retry_completes_it(
+    api: ApiClient, cloud: Any
+) -> None:
+    cloud.emulation.eks.set_unsupported_zones(["us-west-2b"])
+    cloud.faults.fail("cloudformation", "UpdateStack", code="InsufficientCapabilitiesException",
+                      times=1)
+
+    failed = follow(api, cloud, create(api, cloud), timeout=240)
+
+    assert failed["status"] == "FAILED"
+    eks_stage = stages(failed)["eks"]
+    assert eks_stage["error"]["code"] == "InsufficientCapabilitiesException"
+    assert "updating stack hypd-e2e-network" in eks_stage["error"]["message"]
+
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert stages(done)["network"]["attempts"] == 1
+    assert stages(done)["eks"]["attempts"] == 2
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    assert _control_plane_zones(cloud, eks["resourcesVpcConfig"]["subnetIds"]) == [
+        "us-west-2a", "us-west-2c"]
+
+
+@pytest.fixture
+def cloud_us_east_1() -> Any:
+    from hypd_cli.local import local_parameters
+    from hypd_local import LocalCloud
+
+    template = ROOT / "template.yaml"
+    with LocalCloud(template, region="us-east-1",
+                    parameters=local_parameters(template)) as running:
+        yield running
+        running.wait_for_executions(timeout=60)
+
+
+def test_the_second_control_plane_zone_avoids_the_zone_eks_documents_as_unsupported(
+    cloud_us_east_1: Any,
+) -> None:
+    # us-east-1e is use1-az3 here, which EKS documents as unsupported (and the emulated EKS
+    # refuses): after us-east-1d, the control plane goes to us-east-1f, at once.
+    cloud = cloud_us_east_1
+    api = ApiClient(cloud.api_url)
+    cloud.client("s3").create_bucket(Bucket=BUCKET)
+    body = {**demo_request(api, "e2e", BUCKET), "availabilityZone": "us-east-1d"}
+
+    operation = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    eks = cloud.client("eks").describe_cluster(name="hypd-e2e")["cluster"]
+    subnets = eks["resourcesVpcConfig"]["subnetIds"]
+    assert subnets == stages(operation)["network"]["output"]["controlPlaneSubnetIds"]
+    assert _control_plane_zones(cloud, subnets) == ["us-east-1d", "us-east-1f"]

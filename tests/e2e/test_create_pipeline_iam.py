@@ -27,7 +27,9 @@ def test_the_pipelines_calls_are_allowed_by_its_functions_policies(
         Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
     )
     # S3 storage, with the EKS and HyperPod clusters ending failed first: the retry's
-    # replacement path runs too.
+    # replacement path runs too; and EKS refuses the stack's second zone, so the control-plane
+    # subnets move (GetTemplate, UpdateStack).
+    cloud.emulation.eks.set_unsupported_zones(["us-west-2b"])
     cloud.emulation.eks.fail_next_cluster("hypd-iam", "injected")
     failed = follow(api, cloud, api.post("/clusters", demo_request(api, "iam", BUCKET))
                     ["operationId"], timeout=240)

@@ -239,6 +239,30 @@ def test_subnets_resolve_to_their_vpc(clock, events):
                         resourcesVpcConfig={"subnetIds": ids}).code == "InvalidParameterException"
 
 
+def test_a_subnet_in_an_unsupported_zone_is_refused_naming_the_valid_zones(clock, events):
+    zones = {"subnet-0a": "us-east-1d", "subnet-0b": "us-east-1e", "subnet-0f": "us-east-1f"}
+    region = [f"us-east-1{letter}" for letter in "abcdef"]
+    emu = EksEmulator(clock, events, ACCOUNT, "us-east-1", subnet_zone=zones.get,
+                      region_zones=lambda: region)
+    # us-east-1e by default, as in AWS's example
+    assert emu.unsupported_zones == {"us-east-1e"}
+    error = error_of(emu, "CreateCluster", name="ml", roleArn=ROLE,
+                     resourcesVpcConfig={"subnetIds": ["subnet-0a", "subnet-0b"]})
+    assert error.code == "UnsupportedAvailabilityZoneException"
+    assert error.status == 400
+    assert error.fields["validZones"] == [z for z in region if z != "us-east-1e"]
+    assert error.fields["clusterName"] == "ml"
+    assert "us-east-1e, the targeted availability zone" in error.message
+    assert error_of(emu, "DescribeCluster", name="ml").code == "ResourceNotFoundException"
+    # Subnets in supported zones are accepted; the set is configurable.
+    call(emu, "CreateCluster", name="ml", roleArn=ROLE,
+         resourcesVpcConfig={"subnetIds": ["subnet-0a", "subnet-0f"]})
+    emu.set_unsupported_zones(["us-east-1f"])
+    error = error_of(emu, "CreateCluster", name="ml2", roleArn=ROLE,
+                     resourcesVpcConfig={"subnetIds": ["subnet-0b", "subnet-0f"]})
+    assert error.fields["validZones"] == [z for z in region if z != "us-east-1f"]
+
+
 def test_list_clusters_paginates(emu):
     for i in range(5):
         create(emu, f"c{i}")
@@ -274,6 +298,42 @@ def test_injected_creation_failure(emu, clock):
     assert cluster["status"] == "FAILED"
     assert cluster["health"]["issues"][0]["message"] == "VPC vanished"
     assert "endpoint" not in cluster
+
+
+def test_a_stalled_creation_stays_creating_until_released(emu, clock):
+    emu.stall_next_cluster("other")
+    emu.stall_next_cluster("ml")
+    create(emu)
+    clock.advance(6 * 3600)
+    assert call(emu, "DescribeCluster", name="ml")["cluster"]["status"] == "CREATING"
+    assert emu.next_due() is None  # nothing scheduled: a token wait cannot jump to it
+    emu.release_cluster("ml")
+    assert call(emu, "DescribeCluster", name="ml")["cluster"]["status"] == "ACTIVE"
+    # The stall was used up: the next creation of that name takes its usual time.
+    create(emu, "other")
+    clock.advance(12 * 60)
+    assert call(emu, "DescribeCluster", name="other")["cluster"]["status"] == "CREATING"
+
+
+def test_a_stall_of_some_seconds_delays_the_creation(emu, clock):
+    emu.stall_next_cluster(seconds=3600)
+    create(emu)
+    clock.advance(3599)
+    assert call(emu, "DescribeCluster", name="ml")["cluster"]["status"] == "CREATING"
+    clock.advance(1)
+    assert call(emu, "DescribeCluster", name="ml")["cluster"]["status"] == "ACTIVE"
+
+
+def test_a_stalled_addon_stays_creating_until_released(emu, clock, events):
+    active(emu, clock)
+    emu.stall_addon("ml", "vpc-cni")
+    call(emu, "CreateAddon", clusterName="ml", addonName="vpc-cni")
+    clock.advance(3600)
+    assert addon_status(emu, "vpc-cni") == "CREATING"
+    assert events.items == []
+    emu.release_addon("ml", "vpc-cni")
+    assert addon_status(emu, "vpc-cni") == "ACTIVE"
+    assert events.types() == [ADDON_CREATION_SUCCEEDED]
 
 
 def test_set_endpoint_overrides_the_endpoint(emu, clock):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -92,6 +92,19 @@ def test_deep_health_checks_delay_running_and_in_service() -> None:
     assert api.describe_cluster(ClusterName="hp1")["ClusterStatus"] == "Creating"
     clock.advance(seconds=D.deep_health_check.total_seconds())
     assert api.describe_cluster(ClusterName="hp1")["ClusterStatus"] == "InService"
+
+
+def test_deep_health_checks_last_as_long_as_on_aws_by_default() -> None:
+    # AWS: deep health checks keep a node Unschedulable for about 60-90 minutes.
+    assert 60 <= D.deep_health_check.total_seconds() / 60 <= 90
+    _emu, api, clock, _events = make()
+    api.create_cluster(**cluster_request(groups=[group(OnStartDeepHealthChecks=["InstanceStress"])]))
+    clock.advance(seconds=(D.node_boot + timedelta(minutes=59)).total_seconds())
+    nodes = api.list_cluster_nodes(ClusterName="hp1")["ClusterNodeSummaries"]
+    assert {n["InstanceStatus"]["Status"] for n in nodes} == {"DeepHealthCheckInProgress"}
+    clock.advance(seconds=(D.deep_health_check - timedelta(minutes=59)).total_seconds())
+    nodes = api.list_cluster_nodes(ClusterName="hp1")["ClusterNodeSummaries"]
+    assert {n["InstanceStatus"]["Status"] for n in nodes} == {"Running"}
 
 
 def test_fail_next_create_ends_failed_with_message_and_can_be_deleted() -> None:

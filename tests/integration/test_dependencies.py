@@ -101,7 +101,8 @@ def test_addons_are_installed_in_dependency_order_with_the_csi_pod_identity(clou
     eks = cloud.client("eks")
     pod_identity_role(cloud)
 
-    steps = install(cloud, state.name, pod_identity_role_arn=CSI_ROLE)
+    steps = install(cloud, state.name,
+                    pod_identity_roles={"aws-mountpoint-s3-csi-driver": CSI_ROLE})
 
     # Then every planned add-on is ACTIVE, each created only after its prerequisites were
     plan = plan_addons("s3")

@@ -436,8 +436,42 @@ class TestOnTheProjectTemplate:
         cloud.clock.advance(12 * 60)
         assert eks.describe_cluster(name=doomed)["cluster"]["status"] == "FAILED"
 
+        # eks/unsupported-zones: EKS refuses subnets there, naming the zones it accepts
+        # (botocore puts the error's validZones at the top of the response).
+        answer = requests.post(f"{base}/eks/unsupported-zones", json={"zones": ["us-west-2b"]},
+                               timeout=10)
+        assert answer.status_code == 201, answer.text
+        with pytest.raises(eks.exceptions.UnsupportedAvailabilityZoneException) as refused:
+            create_eks(cloud, unique("eks"), make_network(cloud))
+        assert refused.value.response["validZones"] == ["us-west-2a", "us-west-2c", "us-west-2d"]
+        requests.post(f"{base}/eks/unsupported-zones", json={"zones": []}, timeout=10)
+
+        # eks/create-stalls: the next CreateCluster stays CREATING until released.
+        stalled = unique("eks")
+        answer = requests.post(f"{base}/eks/create-stalls", json={"name": stalled}, timeout=10)
+        assert answer.status_code == 201, answer.text
+        create_eks(cloud, stalled, make_network(cloud))
+        cloud.clock.advance(3 * 3600)
+        assert eks.describe_cluster(name=stalled)["cluster"]["status"] == "CREATING"
+        answer = requests.post(f"{base}/eks/create-stalls",
+                               json={"name": stalled, "release": True}, timeout=10)
+        assert answer.status_code == 201, answer.text
+        assert eks.describe_cluster(name=stalled)["cluster"]["status"] == "ACTIVE"
+
         eks_name = unique("eks")
         cluster, network = active_eks(cloud, eks_name)
+
+        # eks/addon-stalls: the add-on's creation takes the given seconds.
+        answer = requests.post(f"{base}/eks/addon-stalls", json={
+            "clusterName": eks_name, "addonName": "kube-proxy", "seconds": 7200}, timeout=10)
+        assert answer.status_code == 201, answer.text
+        eks.create_addon(clusterName=eks_name, addonName="kube-proxy")
+        cloud.clock.advance(3600)
+        assert eks.describe_addon(clusterName=eks_name,
+                                  addonName="kube-proxy")["addon"]["status"] == "CREATING"
+        cloud.clock.advance(3600)
+        assert eks.describe_addon(clusterName=eks_name,
+                                  addonName="kube-proxy")["addon"]["status"] == "ACTIVE"
 
         # eks/addon-degraded: an ACTIVE add-on turns DEGRADED with the issue.
         eks.create_addon(clusterName=eks_name, addonName="vpc-cni")
@@ -507,6 +541,11 @@ class TestOnTheProjectTemplate:
             ("hyperpod/create-fails", {"clusterName": ""}, "clusterName"),
             ("hyperpod/create-fails", {"cluster": "x"}, "cluster"),
             ("eks/create-fails", ["x"], "body"),
+            ("eks/create-stalls", {"seconds": "long"}, "seconds"),
+            ("eks/unsupported-zones", {"zones": [1]}, "zones"),
+            ("eks/unsupported-zones", {}, "zones"),
+            ("eks/create-stalls", {"release": True}, "name"),
+            ("eks/addon-stalls", {"clusterName": eks_name}, "addonName"),
             ("eks/addon-degraded", {"clusterName": eks_name, "addonName": "vpc-cni",
                                     "issueCode": "Melted"}, "issueCode"),
             ("eks/addon-degraded", {"addonName": "vpc-cni"}, "clusterName"),

@@ -227,6 +227,7 @@ def test_the_recorded_create_event_is_served(api: CreateApi) -> None:
         (create_body(instanceGroups=[group(), group()]), "instanceGroups[1].name"),
         (create_body(storage={}), "storage"),
         (create_body(extra=True), "extra"),
+        (create_body(kubernetesVersion="1.35"), "kubernetesVersion"),
         # judged against the catalogue
         (create_body(availabilityZone="us-west-2z"), "availabilityZone"),
         (create_body(availabilityZone=None), "availabilityZone"),

@@ -17,7 +17,9 @@ from pydantic import ValidationError as PydanticValidationError
 from hypd.catalog.instance_types import hyperpod_instance_types
 from hypd.catalog.models import InstanceTypeFacts, ReservedCapacity, TrainingPlan
 from hypd.clusters.create_request import (
+    DEFAULT_KUBERNETES_VERSION,
     GROUP_NAME_MAX_LENGTH,
+    HYPERPOD_KUBERNETES_VERSIONS,
     INSTANCE_COUNT_MAX,
     INSTANCE_COUNT_MIN,
     INSTANCE_GROUPS_MAX,
@@ -223,6 +225,10 @@ INVALID_BODIES: dict[str, tuple[dict[str, Any], str]] = {
     "empty tag": (body(tag=""), "tag"),
     "zone id instead of name": (body(availabilityZone="usw2-az3"), "availabilityZone"),
     "kubernetes version with v": (body(kubernetesVersion="v1.33"), "kubernetesVersion"),
+    "kubernetes version HyperPod does not support": (
+        body(kubernetesVersion="1.35"),
+        "kubernetesVersion",
+    ),
     "unknown top-level field": (body(region="us-west-2"), "region"),
     "no groups": (body(instanceGroups=[]), "instanceGroups"),
     "too many groups": (
@@ -395,6 +401,34 @@ def test_invalid_bodies_name_the_field(request_body: dict[str, Any], field: str)
         CreateClusterRequest.model_validate(request_body)
     # Then the only error names exactly the offending field
     assert field_names(caught.value) == [field]
+
+
+def test_an_unsupported_kubernetes_version_is_refused_with_the_supported_list() -> None:
+    # Given a version HyperPod does not support (EKS may well offer it)
+    with pytest.raises(PydanticValidationError) as caught:
+        CreateClusterRequest.model_validate(body(kubernetesVersion="1.27"))
+    # Then the error names the field and lists what HyperPod supports
+    message = caught.value.errors()[0]["msg"]
+    assert ", ".join(HYPERPOD_KUBERNETES_VERSIONS) in message
+    assert "SageMaker HyperPod" in message
+
+
+def test_no_kubernetes_version_resolves_to_hypds_pinned_default() -> None:
+    # Given a body without kubernetesVersion / When resolved against the catalogue
+    resolved = resolve(body())
+    # Then the version is hypd's default, one HyperPod supports, not left to EKS
+    assert resolved.kubernetes_version == DEFAULT_KUBERNETES_VERSION
+    assert DEFAULT_KUBERNETES_VERSION in HYPERPOD_KUBERNETES_VERSIONS
+    # And a requested version is kept
+    assert resolve(body(kubernetesVersion="1.31")).kubernetes_version == "1.31"
+
+
+def test_an_operation_recorded_without_a_version_gets_the_default_on_resume() -> None:
+    # Given an operation input written before hypd pinned the version (null)
+    recorded = resolve(body()).model_dump(mode="json", by_alias=True)
+    recorded["kubernetesVersion"] = None
+    # Then reading it back gives the default, so a retried eks stage pins it too
+    assert ResolvedCreate.model_validate(recorded).kubernetes_version == DEFAULT_KUBERNETES_VERSION
 
 
 def test_duplicate_group_names_are_all_reported() -> None:

@@ -7,6 +7,7 @@ there (success: creation is idempotent by name).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -93,6 +94,45 @@ def create_stack(
         raise translate(exc, action) from exc
     except NETWORK_ERRORS as exc:
         raise translate(exc, action) from exc
+
+
+def get_template(client: Any, name: str) -> dict[str, Any]:
+    """The stack's current template (JSON: botocore decodes a JSON body into a dict)."""
+    try:
+        body = client.get_template(StackName=name, TemplateStage="Original")["TemplateBody"]
+    except (ClientError, *NETWORK_ERRORS) as exc:
+        raise translate(exc, f"reading the template of stack {name}") from exc
+    template: dict[str, Any] = json.loads(body) if isinstance(body, str) else dict(body)
+    return template
+
+
+def update_stack(
+    client: Any,
+    name: str,
+    template_body: str,
+    client_request_token: str,
+    *,
+    role_arn: str | None = None,
+) -> bool:
+    """Start updating the stack to `template_body` (its tags are kept, and CloudFormation puts
+    them on the resources it adds); False when the template changes nothing."""
+    kwargs: dict[str, Any] = {
+        "StackName": name,
+        "TemplateBody": template_body,
+        "ClientRequestToken": client_request_token,
+    }
+    if role_arn:
+        kwargs["RoleARN"] = role_arn
+    try:
+        client.update_stack(**kwargs)
+    except ClientError as exc:
+        message = str(exc.response.get("Error", {}).get("Message", ""))
+        if error_code(exc) == "ValidationError" and "No updates are to be performed" in message:
+            return False
+        raise translate(exc, f"updating stack {name}") from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, f"updating stack {name}") from exc
+    return True
 
 
 def delete_stack(client: Any, name: str) -> None:

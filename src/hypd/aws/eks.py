@@ -5,9 +5,23 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from hypd import clock
-from hypd.aws.errors import all_pages, code_in, unless_not_found
+from hypd.aws.errors import all_pages, code_in, error_code, unless_not_found
 from hypd.clusters.models import EksCluster
+from hypd.errors import PermanentError
+
+
+class UnsupportedAvailabilityZone(PermanentError):
+    """EKS refused a subnet's zone for a control plane (UnsupportedAvailabilityZoneException);
+    `valid_zones` are the zones it names as supported for the account."""
+
+    code = "UnsupportedAvailabilityZone"
+
+    @property
+    def valid_zones(self) -> list[str]:
+        return [str(zone) for zone in self.details.get("validZones") or []]
 
 
 def list_cluster_names(client: Any) -> list[str]:
@@ -59,10 +73,31 @@ def find_cluster(client: Any, name: str) -> dict[str, Any] | None:
 
 
 def create_cluster(client: Any, params: dict[str, Any]) -> dict[str, Any] | None:
-    """CreateCluster's ``cluster``; None when a cluster of that name already exists."""
+    """CreateCluster's ``cluster``; None when a cluster of that name already exists.
+
+    Raises:
+        UnsupportedAvailabilityZone: a subnet is in a zone EKS does not support (the error's
+            ``validZones`` member, botocore puts it at the top of the error response).
+    """
     name = params["name"]
+
+    def create() -> Any:
+        try:
+            return client.create_cluster(**params)["cluster"]
+        except ClientError as exc:
+            if error_code(exc) != "UnsupportedAvailabilityZoneException":
+                raise
+            raise UnsupportedAvailabilityZone(
+                f"creating EKS cluster {name}: {exc.response['Error'].get('Message', '')}",
+                details={
+                    "awsErrorCode": error_code(exc),
+                    "clusterName": name,
+                    "validZones": list(exc.response.get("validZones") or []),
+                },
+            ) from exc
+
     cluster: dict[str, Any] | None = unless_not_found(
-        lambda: client.create_cluster(**params)["cluster"], f"creating EKS cluster {name}", _IN_USE
+        create, f"creating EKS cluster {name}", _IN_USE
     )
     return cluster
 

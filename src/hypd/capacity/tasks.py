@@ -341,8 +341,7 @@ def build_router(services: CapacityServices) -> TaskRouter:
         deep = bool(details.get("OnStartDeepHealthChecks")) or (
             isinstance(request, AddGroupInput) and bool(request.group.deep_health_checks)
         )
-        extra = checks.DEEP_HEALTH_CHECK_TIMEOUT if deep else timedelta(0)
-        return (checks.TIMEOUT + extra).total_seconds()
+        return checks.verification_timeout(checks.TIMEOUT, deep_health_checks=deep).total_seconds()
 
     def latest_error(request: Any, live: LiveCluster, since: str | None) -> str | None:
         events = sagemaker_api.list_cluster_events(

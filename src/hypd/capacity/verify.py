@@ -2,7 +2,8 @@
 
 Pure functions over what the task read: the live cluster, ListClusterNodes' summaries and the
 Kubernetes nodes (as dicts). Each answers a `Check`: ready, or the problems still open (the
-stage reports them when it times out).
+stage reports them when it times out). The waiting rules (deep health checks, the timeout's
+allowance for them, the look interval) are the create's verify stage's, re-exported here.
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ from datetime import timedelta
 from typing import Any
 
 from hypd.capacity.live import LiveCluster
+from hypd.create.verify import CHECK_SECONDS as CHECK_SECONDS
+from hypd.create.verify import DEEP_HEALTH_CHECKS as DEEP_HEALTH_CHECKS
 from hypd.create.verify import NodeView, node_view
+from hypd.create.verify import check_interval as check_interval
+from hypd.create.verify import verification_timeout as verification_timeout
 from hypd.errors import PermanentError
 from hypd.instance_groups.views import described_labels, described_taints
 
 NODE_PREFIX = "hyperpod-"
 """HyperPod names a node's Kubernetes Node ``hyperpod-<instance id>``."""
-CHECK_SECONDS = 30
 NODE_BOOT = timedelta(minutes=8)
-DEEP_HEALTH_CHECKS = timedelta(minutes=20)
 NODE_REBOOT = timedelta(minutes=5)
 NODE_TERMINATE = timedelta(minutes=3)
 GROUP_DELETE = timedelta(minutes=5)
 TIMEOUT = timedelta(minutes=45)
-DEEP_HEALTH_CHECK_TIMEOUT = timedelta(hours=2)
-"""Extra time for groups with deep health checks (HyperPod's docs: 60-90 minutes)."""
+"""How long a change may take to show; groups with deep health checks get more
+(`verification_timeout`)."""
 
 
 class VerificationTimedOut(PermanentError):
@@ -190,17 +193,6 @@ def node_check(
     return Check(
         not problems, problems, {"nodeId": node_id, "replaced": True, "groupNodes": replacements}
     )
-
-
-SLOW_CHECK_SECONDS = 60
-SLOW_AFTER = timedelta(minutes=15)
-"""A change that is late by this much is looked at once a minute (it is waiting on capacity
-or a long health check, not on a boot)."""
-
-
-def check_interval(waited: float) -> int:
-    """Seconds to the next look after `waited` seconds of the stage's attempt."""
-    return CHECK_SECONDS if waited < SLOW_AFTER.total_seconds() else SLOW_CHECK_SECONDS
 
 
 def first_look(seconds: timedelta) -> int:

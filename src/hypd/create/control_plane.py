@@ -14,7 +14,7 @@ they create, and a second run finds what the first made.
   Kubernetes API. Call it once the cluster is ACTIVE.
 * `EKS_WAIT` / `next_check_seconds`: EKS has no state-change events, so the state machine polls
   with Wait states shaped by the expected creation time (first look near the expected end, then
-  short intervals).
+  short intervals); `check_overdue` ends the wait with `EksClusterTimedOut` once it is overdue.
 """
 
 from __future__ import annotations
@@ -51,6 +51,13 @@ class EksClusterConflict(PermanentError):
     (other subnets, CONFIG_MAP authentication, being deleted)."""
 
     code = "EksClusterConflict"
+
+
+class EksClusterTimedOut(PermanentError):
+    """The cluster is still not ACTIVE when its wait is overdue (`EKS_WAIT`): the stage fails;
+    a retry of the operation waits for the same cluster again."""
+
+    code = "EksClusterTimedOut"
 
 
 class UnsupportedPrincipal(PermanentError):
@@ -114,6 +121,23 @@ EKS_WAIT = WaitPolicy(
 def next_check_seconds(elapsed_seconds: float) -> int:
     """Seconds until the next look at an EKS cluster created `elapsed_seconds` ago."""
     return EKS_WAIT.next_check(elapsed_seconds)
+
+
+def check_overdue(name: str, doing: str, waited_seconds: float) -> None:
+    """Give up on cluster `name`, not ACTIVE yet (`doing`: what it is at, e.g. "still
+    CREATING"), once `EKS_WAIT`'s give-up time has passed.
+
+    Raises:
+        EksClusterTimedOut: `waited_seconds` are overdue.
+    """
+    if not EKS_WAIT.overdue(waited_seconds):
+        return
+    raise EksClusterTimedOut(
+        f"EKS cluster {name} is {doing} after {int(waited_seconds)} s (EKS takes about "
+        f"{EKS_EXPECTED_SECONDS // 60} minutes; hypd waits "
+        f"{EKS_WAIT.give_up_after_seconds // 60}); retry the operation to wait for it again",
+        details={"clusterName": name, "status": doing, "waitedSeconds": int(waited_seconds)},
+    )
 
 
 # ---------------------------------------------------------------------------- state

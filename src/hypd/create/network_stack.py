@@ -10,13 +10,20 @@ Inspect before create: `ensure_network_stack` reuses a stack that exists, report
 being created as not ready, and raises `NetworkStackFailed` for one that failed. The state
 machine waits (`next_check_seconds`) and checks with `read_network_stack`. See
 docs/network.md ("The network stack").
+
+EKS does not place control planes in every zone: `control_plane_zones` skips the zones EKS
+documents as unsupported (`EKS_UNSUPPORTED_ZONE_IDS`), and when CreateCluster still refuses a
+zone (UnsupportedAvailabilityZoneException, with the zones it accepts), `move_control_plane`
+updates the stack to add control-plane subnets in accepted zones and point the
+``ControlPlaneSubnetIds`` output at them. The update only adds resources: nothing the stack made
+is changed or removed (the subnet EKS refused stays, empty).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,18 +31,24 @@ from pydantic import BaseModel, ConfigDict, Field
 from hypd.aws import cloudformation as cfn_api
 from hypd.aws.cloudformation import Stack
 from hypd.aws.partitions import gateway_endpoint_service
+from hypd.catalog.models import AvailabilityZone
 from hypd.clusters.models import HYPD_TAG_KEY
 from hypd.errors import PermanentError
 
 __all__ = [
+    "EKS_UNSUPPORTED_ZONE_IDS",
     "EXPECTED_STACK_SECONDS",
+    "UPDATE_CHECK_SECONDS",
     "NetworkStack",
     "NetworkStackFailed",
     "NotEnoughZones",
     "UnknownZone",
+    "control_plane_moved",
     "control_plane_zones",
     "delete_failed_stack",
     "ensure_network_stack",
+    "known_unsupported_zones",
+    "move_control_plane",
     "network_stack_template",
     "next_check_seconds",
     "read_network_stack",
@@ -50,6 +63,16 @@ EXPECTED_STACK_SECONDS = 180
 """A VPC stack with a NAT gateway takes about three minutes on AWS (the NAT gateway most)."""
 MIN_CHECK_SECONDS = 15
 MAX_CHECK_SECONDS = 60
+UPDATE_CHECK_SECONDS = MIN_CHECK_SECONDS
+"""How soon to look again after asking CloudFormation to add control-plane subnets (a subnet, a
+route table and a route: well under a minute)."""
+
+EKS_UNSUPPORTED_ZONE_IDS = frozenset({"use1-az3", "usw1-az2", "cac1-az3"})
+"""Zones (by ID: zone names differ between accounts) where EKS creates no control plane: the
+EKS user guide's "View Amazon EKS networking requirements for VPC and subnets", subnet
+requirements for clusters (read 2026-12-01). CreateCluster refuses subnets there with
+UnsupportedAvailabilityZoneException. Other zones can be refused for a time (capacity): the
+exception names the zones EKS accepts, and `move_control_plane` handles it."""
 
 TAG_ROLE = "hypd:role"
 TAG_AVAILABILITY_ZONE = "hypd:availability-zone"
@@ -113,12 +136,29 @@ def stack_name(tag: str) -> str:
     return f"hypd-{tag}-network"
 
 
-def control_plane_zones(cluster_zone: str, region_zones: Sequence[str]) -> tuple[str, str]:
-    """The cluster's zone and the next zone of the Region in sorted order (wrapping around).
+def known_unsupported_zones(zones: Sequence[AvailabilityZone]) -> list[str]:
+    """The names of the zones among `zones` whose ID is in `EKS_UNSUPPORTED_ZONE_IDS`."""
+    return sorted(z.name for z in zones if z.zone_id in EKS_UNSUPPORTED_ZONE_IDS)
+
+
+def _from(zone: str, zones: Sequence[str]) -> list[str]:
+    """`zones` in name order, starting at `zone` (or where it would be) and wrapping around."""
+    ordered = sorted(set(zones))
+    start = sum(1 for z in ordered if z < zone)
+    return ordered[start:] + ordered[:start]
+
+
+def control_plane_zones(
+    cluster_zone: str, region_zones: Sequence[str], *, unsupported: Collection[str] = ()
+) -> tuple[str, str]:
+    """The two zones of the network stack's control-plane (and public) subnets: the cluster's
+    zone and the next zone of the Region in name order (wrapping around), skipping the zones
+    in `unsupported` (`known_unsupported_zones`); if the cluster's zone is one of them, the two
+    supported zones after it (the compute subnets stay in the cluster's zone either way).
 
     Raises:
         UnknownZone: `cluster_zone` is not among `region_zones`.
-        NotEnoughZones: the Region has a single zone, and EKS needs two.
+        NotEnoughZones: fewer than two zones of the Region can hold an EKS control plane.
     """
     zones = sorted(set(region_zones))
     if cluster_zone not in zones:
@@ -127,14 +167,15 @@ def control_plane_zones(cluster_zone: str, region_zones: Sequence[str]) -> tuple
             f"({', '.join(zones) or 'none'})",
             details={"availabilityZone": cluster_zone, "regionZones": zones},
         )
-    if len(zones) < 2:
+    usable = [z for z in _from(cluster_zone, zones) if z not in set(unsupported)]
+    if len(usable) < 2:
         raise NotEnoughZones(
-            f"EKS needs control-plane subnets in two Availability Zones; the Region offers "
-            f"only {cluster_zone}",
-            details={"availabilityZone": cluster_zone, "regionZones": zones},
+            "EKS needs control-plane subnets in two Availability Zones; of the Region's "
+            f"{', '.join(zones)} it supports only {', '.join(usable) or 'none'}",
+            details={"availabilityZone": cluster_zone, "regionZones": zones,
+                     "unsupportedZones": sorted(set(unsupported))},
         )
-    other = zones[(zones.index(cluster_zone) + 1) % len(zones)]
-    return cluster_zone, other
+    return usable[0], usable[1]
 
 
 def stack_blocks(vpc_cidr: str = DEFAULT_VPC_CIDR) -> dict[str, str]:
@@ -159,6 +200,51 @@ def stack_blocks(vpc_cidr: str = DEFAULT_VPC_CIDR) -> dict[str, str]:
 def _tags(tag: str, name: str, **extra: str) -> list[dict[str, str]]:
     values = {"Name": name, HYPD_TAG_KEY: tag, **extra}
     return [{"Key": key, "Value": value} for key, value in values.items()]
+
+
+def _joined(logical_ids: Sequence[str]) -> dict[str, Any]:
+    return {"Fn::Join": [",", [{"Ref": logical_id} for logical_id in logical_ids]]}
+
+
+def _control_plane_resources(tag: str, index: int, zone: str, cidr: str) -> dict[str, Any]:
+    """Control-plane subnet `index` in `zone`: the /24, its route table (default route through
+    the NAT gateway) and their association."""
+    name = f"hypd-{tag}-control-plane-{zone}"
+    subnet, table = f"ControlPlaneSubnet{index}", f"ControlPlaneRouteTable{index}"
+    return {
+        subnet: {
+            "Type": "AWS::EC2::Subnet",
+            "Properties": {
+                "VpcId": {"Ref": "Vpc"},
+                "AvailabilityZone": zone,
+                "CidrBlock": cidr,
+                "Tags": _tags(
+                    tag, name, **{TAG_ROLE: "control-plane", TAG_AVAILABILITY_ZONE: zone}
+                ),
+            },
+        },
+        table: {
+            "Type": "AWS::EC2::RouteTable",
+            "Properties": {
+                "VpcId": {"Ref": "Vpc"},
+                "Tags": _tags(
+                    tag, name, **{TAG_ROLE: "control-plane-routes", TAG_AVAILABILITY_ZONE: zone}
+                ),
+            },
+        },
+        f"ControlPlaneDefaultRoute{index}": {
+            "Type": "AWS::EC2::Route",
+            "Properties": {
+                "RouteTableId": {"Ref": table},
+                "DestinationCidrBlock": "0.0.0.0/0",
+                "NatGatewayId": {"Ref": "NatGateway"},
+            },
+        },
+        f"{subnet}RouteTableAssociation": {
+            "Type": "AWS::EC2::SubnetRouteTableAssociation",
+            "Properties": {"SubnetId": {"Ref": subnet}, "RouteTableId": {"Ref": table}},
+        },
+    }
 
 
 def network_stack_template(
@@ -298,48 +384,9 @@ def network_stack_template(
                 "RouteTableId": {"Ref": "PublicRouteTable"},
             },
         }
-        resources[f"ControlPlaneSubnet{index}"] = {
-            "Type": "AWS::EC2::Subnet",
-            "Properties": {
-                "VpcId": vpc,
-                "AvailabilityZone": zone,
-                "CidrBlock": blocks[f"ControlPlane{index}"],
-                "Tags": _tags(
-                    tag,
-                    f"{prefix}-control-plane-{zone}",
-                    **{TAG_ROLE: "control-plane", TAG_AVAILABILITY_ZONE: zone},
-                ),
-            },
-        }
-        resources[f"ControlPlaneRouteTable{index}"] = {
-            "Type": "AWS::EC2::RouteTable",
-            "Properties": {
-                "VpcId": vpc,
-                "Tags": _tags(
-                    tag,
-                    f"{prefix}-control-plane-{zone}",
-                    **{TAG_ROLE: "control-plane-routes", TAG_AVAILABILITY_ZONE: zone},
-                ),
-            },
-        }
-        resources[f"ControlPlaneDefaultRoute{index}"] = {
-            "Type": "AWS::EC2::Route",
-            "Properties": {
-                "RouteTableId": {"Ref": f"ControlPlaneRouteTable{index}"},
-                "DestinationCidrBlock": "0.0.0.0/0",
-                "NatGatewayId": {"Ref": "NatGateway"},
-            },
-        }
-        resources[f"ControlPlaneSubnet{index}RouteTableAssociation"] = {
-            "Type": "AWS::EC2::SubnetRouteTableAssociation",
-            "Properties": {
-                "SubnetId": {"Ref": f"ControlPlaneSubnet{index}"},
-                "RouteTableId": {"Ref": f"ControlPlaneRouteTable{index}"},
-            },
-        }
-
-    def joined(*logical_ids: str) -> dict[str, Any]:
-        return {"Fn::Join": [",", [{"Ref": logical_id} for logical_id in logical_ids]]}
+        resources.update(
+            _control_plane_resources(tag, index, zone, blocks[f"ControlPlane{index}"])
+        )
 
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
@@ -349,14 +396,103 @@ def network_stack_template(
         "Outputs": {
             "VpcId": {"Value": vpc},
             "ControlPlaneSubnetIds": {
-                "Value": joined("ControlPlaneSubnet1", "ControlPlaneSubnet2")
+                "Value": _joined(["ControlPlaneSubnet1", "ControlPlaneSubnet2"])
             },
-            "PublicSubnetIds": {"Value": joined("PublicSubnet1", "PublicSubnet2")},
+            "PublicSubnetIds": {"Value": _joined(["PublicSubnet1", "PublicSubnet2"])},
             "SecurityGroupId": {"Value": {"Fn::GetAtt": ["ClusterSecurityGroup", "GroupId"]}},
             "NatGatewayId": {"Value": {"Ref": "NatGateway"}},
             "S3EndpointId": {"Value": {"Ref": "S3Endpoint"}},
         },
     }
+
+
+_CONTROL_PLANE_SUBNET = "ControlPlaneSubnet"
+
+
+def _control_plane_output(template: Mapping[str, Any]) -> list[str]:
+    """The logical ids the ``ControlPlaneSubnetIds`` output joins, in order."""
+    value = template["Outputs"]["ControlPlaneSubnetIds"]["Value"]
+    return [str(ref["Ref"]) for ref in value["Fn::Join"][1]]
+
+
+def control_plane_moved(
+    template: Mapping[str, Any], tag: str, valid_zones: Collection[str]
+) -> dict[str, Any] | None:
+    """`template` (the network stack's, as CloudFormation holds it) with every control-plane
+    subnet the ``ControlPlaneSubnetIds`` output names that is outside `valid_zones` replaced,
+    in the output, by a control-plane subnet in a valid zone the others do not use: one the
+    stack already has there, else a new one (subnet, route table, default route, association)
+    on the next free /24 of the VPC's last /20. Nothing else changes: every existing resource
+    stays as it is. None when the output's subnets are all in `valid_zones`.
+
+    Raises:
+        NotEnoughZones: `valid_zones` leave fewer than two zones.
+        NetworkStackFailed: the last /20 has no free /24 left.
+    """
+    resources: Mapping[str, Any] = template["Resources"]
+
+    def zone(logical_id: str) -> str:
+        return str(resources[logical_id]["Properties"]["AvailabilityZone"])
+
+    active = _control_plane_output(template)
+    valid = set(valid_zones)
+    refused = [lid for lid in active if zone(lid) not in valid]
+    if not refused:
+        return None
+    control_plane = {
+        lid: zone(lid)
+        for lid, resource in resources.items()
+        if resource.get("Type") == "AWS::EC2::Subnet"
+        and lid.startswith(_CONTROL_PLANE_SUBNET)
+        and lid.removeprefix(_CONTROL_PLANE_SUBNET).isdigit()
+    }
+    used = {zone(lid) for lid in active if lid not in refused}
+    candidates = [z for z in _from(zone(active[0]), sorted(valid)) if z not in used]
+    if len(candidates) < len(refused):
+        raise NotEnoughZones(
+            "EKS needs control-plane subnets in two Availability Zones and supports only "
+            f"{', '.join(sorted(valid)) or 'none'} here",
+            details={"validZones": sorted(valid), "refusedZones": sorted(map(zone, refused))},
+        )
+    moved = json.loads(json.dumps(template))  # a deep copy: the caller's stays as it was
+    next_index = max(int(lid.removeprefix(_CONTROL_PLANE_SUBNET)) for lid in control_plane) + 1
+    outputs: list[str] = []
+    for lid in active:
+        if lid not in refused:
+            outputs.append(lid)
+            continue
+        target = candidates.pop(0)
+        existing = sorted(other for other, z in control_plane.items()
+                          if z == target and other not in active)
+        if existing:
+            outputs.append(existing[0])
+            continue
+        cidr = _free_control_plane_block(moved)
+        moved["Resources"].update(_control_plane_resources(tag, next_index, target, cidr))
+        outputs.append(f"{_CONTROL_PLANE_SUBNET}{next_index}")
+        next_index += 1
+    moved["Outputs"]["ControlPlaneSubnetIds"]["Value"] = _joined(outputs)
+    return dict(moved)
+
+
+def _free_control_plane_block(template: Mapping[str, Any]) -> str:
+    """The first /24 of the VPC's last /20 that no subnet of `template` overlaps."""
+    resources: Mapping[str, Any] = template["Resources"]
+    vpc = ipaddress.IPv4Network(resources["Vpc"]["Properties"]["CidrBlock"])
+    taken = [
+        ipaddress.IPv4Network(resource["Properties"]["CidrBlock"])
+        for resource in resources.values()
+        if resource.get("Type") == "AWS::EC2::Subnet"
+        and isinstance(resource.get("Properties", {}).get("CidrBlock"), str)
+    ]
+    last_20 = list(vpc.subnets(new_prefix=20))[-1]
+    for block in last_20.subnets(new_prefix=24):
+        if not any(block.overlaps(other) for other in taken):
+            return str(block)
+    raise NetworkStackFailed(
+        f"the network stack has no free /24 left in {last_20} for another control-plane subnet",
+        details={"awsErrorCode": "NoFreeBlock", "block": str(last_20)},
+    )
 
 
 def next_check_seconds(elapsed_seconds: float) -> int:
@@ -419,6 +555,55 @@ def ensure_network_stack(
         if stack is None:  # not visible yet: CreateStack was accepted a moment ago
             return NetworkStack(ready=False, status="CREATE_IN_PROGRESS", stack_name=name)
     return _network_stack(cfn, stack)
+
+
+def move_control_plane(
+    cfn: Any,
+    tag: str,
+    valid_zones: Collection[str],
+    *,
+    client_token: str,
+    role_arn: str | None = None,
+    moved_before: bool = False,
+) -> NetworkStack | None:
+    """Ask CloudFormation to put the stack's control-plane subnets in `valid_zones`
+    (`control_plane_moved`: resources are only added) after EKS refused a zone; the stack is
+    then not ready (UPDATE_IN_PROGRESS) until the update ends: look again with
+    `read_network_stack`. None when its control-plane subnets are all in `valid_zones` already
+    (nothing to move: EKS refused something else).
+
+    `moved_before`: this attempt already asked once; if that update rolled back, fail with its
+    reason rather than ask again (a retry of the operation asks again).
+
+    Raises:
+        NotEnoughZones: fewer than two valid zones.
+        NetworkStackFailed: the stack is missing or failed, or the earlier move rolled back.
+    """
+    name = stack_name(tag)
+    stack = cfn_api.describe_stack(cfn, name)
+    if stack is None:
+        raise NetworkStackFailed(
+            f"network stack {name} does not exist",
+            details={"awsErrorCode": "StackNotFound", "stackName": name},
+        )
+    if stack.status in IN_PROGRESS_STATUSES:
+        return NetworkStack(ready=False, status=stack.status, stack_name=name,
+                            stack_id=stack.stack_id)
+    if moved_before and stack.status == "UPDATE_ROLLBACK_COMPLETE":
+        reason = cfn_api.stack_failure_reason(cfn, stack.stack_id) or "no reason given"
+        raise NetworkStackFailed(
+            f"network stack {name} could not add control-plane subnets in the zones EKS "
+            f"supports ({', '.join(sorted(valid_zones))}): {reason}",
+            details={"awsErrorCode": stack.status, "stackName": name, "reason": reason},
+        )
+    _network_stack(cfn, stack)  # failed stacks raise NetworkStackFailed here
+    moved = control_plane_moved(cfn_api.get_template(cfn, name), tag, valid_zones)
+    if moved is None or not cfn_api.update_stack(
+        cfn, name, json.dumps(moved, separators=(",", ":")), client_token, role_arn=role_arn
+    ):
+        return None
+    return NetworkStack(ready=False, status="UPDATE_IN_PROGRESS", stack_name=name,
+                        stack_id=stack.stack_id)
 
 
 def read_network_stack(cfn: Any, tag: str) -> NetworkStack:

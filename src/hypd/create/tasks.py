@@ -63,9 +63,19 @@ class CreateSettings:
     s3_csi_driver_role_arn: str | None
     network_stack_role_arn: str | None
     dependency_chart: str
+    fsx_csi_driver_role_arn: str | None = None
     kubernetes_access_roles: tuple[str, ...] = ()
     """The roles of the other functions that use the cluster's Kubernetes API (the capacity
     tasks): each gets an access entry of its own, as this function does."""
+
+    @property
+    def pod_identity_roles(self) -> dict[str, str]:
+        """The role of each CSI driver add-on's pod identity (each driver its own)."""
+        roles = {
+            addons.CSI_DRIVERS["s3"]: self.s3_csi_driver_role_arn,
+            addons.CSI_DRIVERS["fsx"]: self.fsx_csi_driver_role_arn,
+        }
+        return {addon: role for addon, role in roles.items() if role}
 
 
 @dataclass
@@ -129,14 +139,18 @@ def build_router(services: CreateServices) -> TaskRouter:
     def network_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
-            zones = [z.name for z in ec2_api.list_availability_zones(services.client("ec2"))]
+            zones = ec2_api.list_availability_zones(services.client("ec2"))
             attempt = operation.stage("network").attempts
             # Inspect before create, on every look: a failed stack of an earlier attempt is
             # replaced (the retry path), whose deletion may take several looks.
             stack = network_stack.ensure_network_stack(
                 services.client("cloudformation"),
                 resolved.tag,
-                network_stack.control_plane_zones(resolved.availability_zone, zones),
+                network_stack.control_plane_zones(
+                    resolved.availability_zone,
+                    [z.name for z in zones],
+                    unsupported=network_stack.known_unsupported_zones(zones),
+                ),
                 client_token=f"{operation.id}-network-{attempt}",
                 replace_failed=attempt > 1,
                 role_arn=services.settings.network_stack_role_arn,
@@ -190,27 +204,66 @@ def build_router(services: CreateServices) -> TaskRouter:
     def eks_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
-            network = output_of(operation, "network", NetworkOutput)
+            cfn = services.client("cloudformation")
             attempt = operation.stage("eks").attempts
-            # Inspect before create, on every look: a FAILED cluster of an earlier attempt is
-            # replaced (the retry path), whose deletion takes several looks.
-            state = control_plane.ensure_eks_cluster(
-                services.client("eks"),
-                name=resolved.eks_cluster_name,
-                role_arn=services.settings.eks_cluster_role_arn,
-                subnet_ids=network.control_plane_subnet_ids,
-                security_group_ids=[network.security_group_id],
-                kubernetes_version=resolved.kubernetes_version,
-                tags={HYPD_TAG_KEY: resolved.tag},
-                client_token=f"{operation.id}-eks-{attempt}",
-                replace_failed=attempt > 1,
-            )
-            return poll_result(
-                state.ready,
-                control_plane.next_check_seconds(elapsed(operation, "eks")),
-            )
+            moves = int((operation.stage("eks").progress or {}).get("controlPlaneMoves", 0))
+            waited = elapsed(operation, "eks")
+            # The stack's control-plane subnets as they are now: a zone EKS refused may have
+            # been replaced (below), also in an earlier attempt.
+            network = network_stack.read_network_stack(cfn, resolved.tag)
+            if not network.ready:  # control-plane subnets being added
+                control_plane.check_overdue(
+                    resolved.eks_cluster_name,
+                    f"waiting for control-plane subnets in zones EKS supports (network stack "
+                    f"{network.stack_name} is {network.status})",
+                    waited,
+                )
+                return poll_result(False, network_stack.UPDATE_CHECK_SECONDS)
+            assert network.security_group_id
+            # A new CreateCluster request after each move (other subnets): a fresh token.
+            token = f"{operation.id}-eks-{attempt}" + (f"-z{moves}" if moves else "")
+            try:
+                # Inspect before create, on every look: a FAILED cluster of an earlier attempt
+                # is replaced (the retry path), whose deletion takes several looks.
+                state = control_plane.ensure_eks_cluster(
+                    services.client("eks"),
+                    name=resolved.eks_cluster_name,
+                    role_arn=services.settings.eks_cluster_role_arn,
+                    subnet_ids=network.control_plane_subnet_ids,
+                    security_group_ids=[network.security_group_id],
+                    kubernetes_version=resolved.kubernetes_version,
+                    tags={HYPD_TAG_KEY: resolved.tag},
+                    client_token=token,
+                    replace_failed=attempt > 1,
+                )
+            except eks_api.UnsupportedAvailabilityZone as refused:
+                # EKS refuses a zone: the stack gains control-plane subnets in zones it
+                # supports (nothing made so far is lost), and CreateCluster is asked again.
+                moving = network_stack.move_control_plane(
+                    cfn,
+                    resolved.tag,
+                    refused.valid_zones,
+                    client_token=f"{operation.id}-eks-{attempt}-zones-{moves + 1}",
+                    role_arn=services.settings.network_stack_role_arn,
+                    moved_before=moves > 0,
+                )
+                if moving is None:
+                    raise
+                return {
+                    **poll_result(False, network_stack.UPDATE_CHECK_SECONDS),
+                    "controlPlaneMoves": moves + 1,
+                    "validZones": refused.valid_zones,
+                }
+            if not state.ready:
+                control_plane.check_overdue(state.name, f"still {state.status}", waited)
+            return poll_result(state.ready, control_plane.next_check_seconds(waited))
 
-        return step(task, "eks", work, start=start)
+        def moved(result: dict[str, Any]) -> dict[str, Any] | None:
+            if "controlPlaneMoves" not in result:
+                return None
+            return {k: result[k] for k in ("controlPlaneMoves", "validZones")}
+
+        return step(task, "eks", work, start=start, progress=moved)
 
     @router.task("grant-cluster-access", OperationInput)
     def grant_cluster_access(task: OperationInput) -> dict[str, Any]:
@@ -235,17 +288,21 @@ def build_router(services: CreateServices) -> TaskRouter:
         return {}
 
     # ---------------------------------------------------------------- dependencies
+    def advance_addons(operation: Operation, resolved: ResolvedCreate) -> addons.AddonProgress:
+        return addons.advance_addons(
+            services.client("eks"),
+            resolved.eks_cluster_name,
+            addons.plan_addons(_storage_kind(resolved)),
+            pod_identity_roles=services.settings.pod_identity_roles,
+            client_token=f"{operation.id}-addons",
+        )
+
     @polling("install-addons", "check-addons")
     def addons_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
-            progress = addons.advance_addons(
-                services.client("eks"),
-                resolved.eks_cluster_name,
-                addons.plan_addons(_storage_kind(resolved)),
-                pod_identity_role_arn=services.settings.s3_csi_driver_role_arn,
-                client_token=f"{operation.id}-addons",
-            )
+            progress = advance_addons(operation, resolved)
+            addons.check_overdue(progress, elapsed(operation, "dependencies"))
             return poll_result(progress.done, progress.next_check_seconds)
 
         return step(task, "dependencies", work, start=start)
@@ -253,23 +310,19 @@ def build_router(services: CreateServices) -> TaskRouter:
     @router.task("apply-dependency-chart", OperationInput)
     def apply_dependency_chart(task: OperationInput) -> dict[str, Any]:
         def work() -> dict[str, Any]:
-            _operation, resolved = load(task.operation_id)
+            operation, resolved = load(task.operation_id)
+            eks = output_of(operation, "eks", EksOutput)
             manifests = chart.render_chart(
                 chart.chart_source(services.settings.dependency_chart),
                 release="hyperpod-dependencies",
                 namespace="kube-system",
-                values={},
+                values=chart.chart_values(services.settings.region),
+                kube_version=eks.version or resolved.kubernetes_version,
             )
             applied = apply_manifests(
                 services.kubernetes(resolved.eks_cluster_name), manifests, namespace="kube-system"
             )
-            progress = addons.advance_addons(
-                services.client("eks"),
-                resolved.eks_cluster_name,
-                addons.plan_addons(_storage_kind(resolved)),
-                pod_identity_role_arn=services.settings.s3_csi_driver_role_arn,
-                client_token=f"{_operation.id}-addons",
-            )
+            progress = advance_addons(operation, resolved)
             return {
                 "addons": progress.summary(),
                 "chartObjects": len(applied),
@@ -423,12 +476,18 @@ def build_router(services: CreateServices) -> TaskRouter:
             if result.ready:
                 return {**poll_result(True), **dump(result)}
             waited = elapsed(operation, "verify")
-            if waited >= verify.VERIFY_TIMEOUT_SECONDS:
+            # Deep health checks hold nodes Unschedulable for 60-90 minutes after they boot.
+            deadline = verify.verification_timeout(
+                verify.VERIFY_TIMEOUT,
+                deep_health_checks=any(g.deep_health_checks for g in resolved.instance_groups),
+            )
+            if waited >= deadline.total_seconds():
                 raise verify.VerificationTimedOut(
                     f"after {int(waited)} s: " + "; ".join(result.problems),
-                    details={"problems": result.problems},
+                    details={"problems": result.problems,
+                             "timeoutSeconds": int(deadline.total_seconds())},
                 )
-            return poll_result(False, verify.CHECK_INTERVAL_SECONDS)
+            return poll_result(False, verify.check_interval(waited))
 
         answer = step(task, "verify", work, start=start, complete=ready, summarize=summary)
         return poll_result(True) if answer["ready"] else answer

@@ -4,11 +4,17 @@ Verified when every HyperPod node of every group has joined Kubernetes, is Ready
 schedulable (not cordoned, and HyperPod's ``node-health-status`` label says Schedulable), and
 the storage claim is Bound. Pure functions over the Kubernetes objects (as dicts), so the
 rules are unit-tested without a cluster; `observe` reads them through the API.
+
+The waiting rules here are shared with the capacity operations' verify stage
+(`hypd.capacity.verify`): how long deep health checks hold a node back
+(`DEEP_HEALTH_CHECKS`), how much longer a wait may last when a group runs them
+(`verification_timeout`), and how often to look (`check_interval`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,10 +26,37 @@ GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 TYPE_LABEL = "node.kubernetes.io/instance-type"
 SCHEDULABLE = "Schedulable"
 
-VERIFY_TIMEOUT_SECONDS = 30 * 60
-"""How long the stage waits for nodes to join and become schedulable after HyperPod says
-InService (node bootstrap and health checks) before it fails."""
-CHECK_INTERVAL_SECONDS = 30
+VERIFY_TIMEOUT = timedelta(minutes=30)
+"""How long the create's verify stage waits for nodes to join and become schedulable after
+HyperPod says InService (node bootstrap, basic health checks) before it fails; a cluster with a
+group that runs deep health checks gets `DEEP_HEALTH_CHECK_ALLOWANCE` more
+(`verification_timeout`)."""
+
+DEEP_HEALTH_CHECKS = timedelta(minutes=60)
+"""How long HyperPod's deep health checks (``OnStartDeepHealthChecks``) keep a new node
+Unschedulable at the least: AWS gives about 60-90 minutes (shared/docs/AWS-FACTS.md), so a
+first look is not due before."""
+DEEP_HEALTH_CHECK_ALLOWANCE = timedelta(hours=2)
+"""What a verify wait adds when a group runs deep health checks: their 60-90 minutes with room
+to spare."""
+
+CHECK_SECONDS = 30
+SLOW_CHECK_SECONDS = 60
+SLOW_AFTER = timedelta(minutes=15)
+"""A change that is late by this much is looked at once a minute (it is waiting on capacity
+or a long health check, not on a boot)."""
+
+
+def verification_timeout(base: timedelta, *, deep_health_checks: bool) -> timedelta:
+    """How long a verify stage waits: `base`, plus `DEEP_HEALTH_CHECK_ALLOWANCE` when any group
+    it waits for runs deep health checks (the one rule the create and the capacity operations
+    share)."""
+    return base + (DEEP_HEALTH_CHECK_ALLOWANCE if deep_health_checks else timedelta(0))
+
+
+def check_interval(waited: float) -> int:
+    """Seconds to the next look after `waited` seconds of the stage's attempt."""
+    return CHECK_SECONDS if waited < SLOW_AFTER.total_seconds() else SLOW_CHECK_SECONDS
 
 
 class VerificationTimedOut(PermanentError):

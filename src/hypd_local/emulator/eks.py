@@ -55,6 +55,7 @@ from hypd_local.emulator.eks_model import (
     _invalid_request,
     _not_found,
     _page,
+    _unsupported_zone,
     _Update,
     _uuid,
 )
@@ -113,6 +114,11 @@ CLUSTER_ISSUE_CODES = (
 
 _LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 
+UNSUPPORTED_ZONES: Mapping[str, tuple[str, ...]] = {"us-east-1": ("us-east-1e",)}
+"""Zones where the emulated EKS refuses control-plane subnets, by Region (the default of
+`EksEmulator.unsupported_zones`): us-east-1e, the zone AWS's documentation and users' reports
+name (zone use1-az3 in moto's mapping, one EKS lists as unsupported)."""
+
 
 # --------------------------------------------------------------------------- the emulator
 
@@ -156,6 +162,9 @@ class EksEmulator:
         subnet_vpc: Callable[[str], str | None] | None = None,
         caller_arn: Callable[[], str] | None = None,
         missing_prerequisite_status: str = "DEGRADED",
+        subnet_zone: Callable[[str], str | None] | None = None,
+        region_zones: Callable[[], list[str]] | None = None,
+        unsupported_zones: Iterable[str] | None = None,
     ) -> None:
         if missing_prerequisite_status not in ("DEGRADED", "CREATE_FAILED"):
             raise ValueError("missing_prerequisite_status must be DEGRADED or CREATE_FAILED")
@@ -167,6 +176,13 @@ class EksEmulator:
         self.durations = durations or EksDurations()
         self.catalog = addon_catalog or AddonCatalog.default()
         self._subnet_vpc = subnet_vpc
+        self._subnet_zone = subnet_zone
+        self._region_zones = region_zones
+        self.unsupported_zones: set[str] = set(
+            UNSUPPORTED_ZONES.get(region, ()) if unsupported_zones is None else unsupported_zones
+        )
+        """Zones where CreateCluster refuses subnets (UnsupportedAvailabilityZoneException);
+        needs ``subnet_zone`` to know a subnet's zone."""
         self._caller_arn = caller_arn or (
             lambda: f"arn:{self.partition}:iam::{account_id}:user/moto")
         self.missing_prerequisite_status = missing_prerequisite_status
@@ -174,6 +190,12 @@ class EksEmulator:
         self._timers: list[tuple[datetime, int, Callable[[datetime], None]]] = []
         self._seq = itertools.count()
         self._fail_next: list[tuple[str | None, str]] = []
+        # Stalled creations: the next CreateCluster of a name (None: any) takes these seconds
+        # (None: stays CREATING until released); clusters and add-ons stalled until released.
+        self._stall_next: list[tuple[str | None, float | None]] = []
+        self._stalled_clusters: dict[str, tuple[_Cluster, str | None]] = {}
+        self._pending_addon_stalls: dict[tuple[str, str], float | None] = {}
+        self._stalled_addons: dict[tuple[str, str], _Addon] = {}
         self._pending_degrade: dict[tuple[str, str], dict[str, Any]] = {}
         self._endpoints: dict[str, str] = {}
         self._certificate_authorities: dict[str, str] = {}
@@ -234,6 +256,45 @@ class EksEmulator:
     def fail_next_cluster(self, name: str | None = None, message: str = "") -> None:
         """The next CreateCluster (of ``name``, or of any name) ends FAILED instead of ACTIVE."""
         self._fail_next.append((name, message or "Cluster creation failed (injected fault)."))
+
+    @_locked
+    def set_unsupported_zones(self, zones: Iterable[str]) -> None:
+        """The zones where CreateCluster refuses subnets from now on (replacing the Region's
+        default, `UNSUPPORTED_ZONES`)."""
+        self.unsupported_zones = set(zones)
+
+    @_locked
+    def stall_next_cluster(self, name: str | None = None, seconds: float | None = None) -> None:
+        """The next CreateCluster (of ``name``, or of any name) stays CREATING for ``seconds``
+        instead of the usual 8-12 minutes; None: until `release_cluster`."""
+        self._stall_next.append((name, seconds))
+
+    @_locked
+    def release_cluster(self, name: str) -> None:
+        """A cluster stalled until released finishes its creation now."""
+        now = self._now()
+        stalled = self._stalled_clusters.pop(name, None)
+        if stalled is not None:
+            cluster, failure = stalled
+            self._at(now, lambda t: self._finish_cluster_create(cluster, failure, t))
+            self._advance()
+
+    @_locked
+    def stall_addon(self, cluster: str, addon: str, seconds: float | None = None) -> None:
+        """The add-on's creation (the next one, if it is not being created yet) stays
+        CREATING for ``seconds`` instead of `EksDurations.addon_create`; None: until
+        `release_addon`."""
+        self._pending_addon_stalls[(cluster, addon)] = seconds
+
+    @_locked
+    def release_addon(self, cluster: str, addon: str) -> None:
+        """An add-on stalled until released finishes its creation now."""
+        now = self._now()
+        self._pending_addon_stalls.pop((cluster, addon), None)
+        record = self._stalled_addons.pop((cluster, addon), None)
+        if record is not None:
+            self._at(now, lambda t: self._finish_addon_create(record, t))
+            self._advance()
 
     @_locked
     def degrade_addon(
@@ -297,6 +358,7 @@ class EksEmulator:
                 "Subnets specified must be in at least two different AZs", clusterName=name
             )
         vpc_id = self._vpc_of(name, subnets)
+        self._check_zones(name, subnets)
         access = dict(params.get("accessConfig") or {})
         mode = access.get("authenticationMode") or "CONFIG_MAP"
         bootstrap = access.get("bootstrapClusterCreatorAdminPermissions")
@@ -362,8 +424,17 @@ class EksEmulator:
         if bootstrap and mode in _API_MODES:
             self._bootstrap_creator_entry(cluster, now)
         failure = self._take_failure(name)
-        due = now + timedelta(seconds=self.durations.cluster_create(name))
-        self._at(due, lambda t: self._finish_cluster_create(cluster, failure, t))
+        seconds: float | None = self.durations.cluster_create(name)
+        for index, (wanted, stall) in enumerate(self._stall_next):
+            if wanted is None or wanted == name:
+                del self._stall_next[index]
+                seconds = stall
+                break
+        if seconds is None:
+            self._stalled_clusters[name] = (cluster, failure)
+        else:
+            due = now + timedelta(seconds=seconds)
+            self._at(due, lambda t: self._finish_cluster_create(cluster, failure, t))
         return {"cluster": self._describe_cluster(cluster)}
 
     def _vpc_of(self, name: str, subnets: list[str]) -> str:
@@ -379,6 +450,18 @@ class EksEmulator:
         if len(vpcs) > 1:
             raise _invalid_parameter("Subnets must all be in the same VPC", clusterName=name)
         return vpcs.pop()
+
+    def _check_zones(self, name: str, subnets: list[str]) -> None:
+        """UnsupportedAvailabilityZoneException, as EKS answers it, for a subnet in one of the
+        `unsupported_zones`; ``validZones`` are the Region's other zones."""
+        if self._subnet_zone is None or not self.unsupported_zones:
+            return
+        zones = [self._subnet_zone(subnet) for subnet in subnets]
+        refused = sorted({z for z in zones if z in self.unsupported_zones})
+        if refused:
+            region_zones = self._region_zones() if self._region_zones else []
+            valid = [z for z in sorted(region_zones) if z not in self.unsupported_zones]
+            raise _unsupported_zone(name, refused[0], valid)
 
     def _take_failure(self, name: str) -> str | None:
         for index, (wanted, message) in enumerate(self._fail_next):
@@ -598,8 +681,14 @@ class EksEmulator:
             namespace=namespace or spec.default_namespace,
         )
         cluster.addons[name] = addon
-        due = now + timedelta(seconds=self.durations.addon_create)
-        self._at(due, lambda t: self._finish_addon_create(addon, t))
+        seconds: float | None = self.durations.addon_create
+        if (cluster.name, name) in self._pending_addon_stalls:
+            seconds = self._pending_addon_stalls.pop((cluster.name, name))
+        if seconds is None:
+            self._stalled_addons[(cluster.name, name)] = addon
+        else:
+            due = now + timedelta(seconds=seconds)
+            self._at(due, lambda t: self._finish_addon_create(addon, t))
         return {"addon": self._describe_addon(addon)}
 
     def _check_version(self, cluster: _Cluster, name: str, version: str) -> None:

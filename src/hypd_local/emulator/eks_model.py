@@ -17,6 +17,7 @@ from hypd_local.emulator.errors import (
     InvalidRequestException,
     ResourceInUseException,
     ResourceNotFoundException,
+    UnsupportedAvailabilityZoneException,
 )
 
 _NODE_USERNAMES = {
@@ -46,6 +47,16 @@ def _invalid_parameter(message: str, **fields: str) -> AwsError:
 
 def _invalid_request(message: str, **fields: str) -> AwsError:
     return InvalidRequestException(message, fields=fields)
+
+
+def _unsupported_zone(name: str, zone: str, valid_zones: Sequence[str]) -> AwsError:
+    # EKS's wording (the EKS user guide's troubleshooting, "Insufficient capacity").
+    return UnsupportedAvailabilityZoneException(
+        f"Cannot create cluster '{name}' because {zone}, the targeted availability zone, does "
+        "not currently have sufficient capacity to support the cluster. Retry and choose from "
+        f"these availability zones: {', '.join(valid_zones)}",
+        fields={"clusterName": name, "validZones": list(valid_zones)},
+    )
 
 
 # --------------------------------------------------------------------------- public types

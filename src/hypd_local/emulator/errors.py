@@ -212,6 +212,14 @@ class ResourceLimitExceededException(AwsError):
     default_status = 400
 
 
+class UnsupportedAvailabilityZoneException(AwsError):
+    """EKS: a subnet is in a zone EKS does not support for the cluster (400); carries
+    ``validZones``."""
+
+    default_code = "UnsupportedAvailabilityZoneException"
+    default_status = 400
+
+
 class ClientException(AwsError):
     """EKS: a client-side error such as missing permissions (400)."""
 

@@ -25,7 +25,9 @@ class HyperPodDurations:
     cluster_update: timedelta = timedelta(minutes=2)
     cluster_delete: timedelta = timedelta(minutes=10)
     node_boot: timedelta = timedelta(minutes=8)
-    deep_health_check: timedelta = timedelta(minutes=20)
+    deep_health_check: timedelta = timedelta(minutes=75)
+    """After boot, a node of a group with OnStartDeepHealthChecks stays DeepHealthCheckInProgress
+    (Unschedulable in Kubernetes) this long: AWS gives about 60-90 minutes."""
     node_reboot: timedelta = timedelta(minutes=5)
     node_terminate: timedelta = timedelta(minutes=3)
     group_delete: timedelta = timedelta(minutes=5)

@@ -31,6 +31,7 @@ from tests.unit.support import ACCOUNT, REGION
 CLUSTER = "hypd-demo"
 NOW = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/hypd-s3-csi"
+FSX_ROLE = f"arn:aws:iam::{ACCOUNT}:role/hypd-fsx-csi"
 
 
 @pytest.fixture
@@ -303,10 +304,32 @@ def test_later_addons_start_when_their_prerequisites_are_settled(eks: tuple[Any,
         podIdentityAssociations=[{"serviceAccount": "s3-csi-driver-sa", "roleArn": ROLE}],
     )
 
-    progress = step(client, pod_identity_role_arn=ROLE)
+    progress = step(client, pod_identity_roles={"aws-mountpoint-s3-csi-driver": ROLE,
+                                                "aws-fsx-csi-driver": FSX_ROLE})
 
     assert progress.created == ("aws-mountpoint-s3-csi-driver",)
     assert progress.awaiting_nodes == ["coredns"]
+
+
+def test_each_csi_driver_gets_its_own_pod_identity_role(eks: tuple[Any, Stubber]) -> None:
+    # Given FSx storage and a role for each CSI driver
+    client, stub = eks
+    for name in ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"):
+        present(stub, name, "ACTIVE", age=70)
+    missing(stub, "aws-fsx-csi-driver")
+    versions(stub, "aws-fsx-csi-driver")
+    # Then the FSx driver's service account gets the FSx role (the stub checks the request)
+    created(
+        stub,
+        "aws-fsx-csi-driver",
+        podIdentityAssociations=[{"serviceAccount": "fsx-csi-controller-sa",
+                                  "roleArn": FSX_ROLE}],
+    )
+
+    progress = step(client, "fsx", pod_identity_roles={"aws-mountpoint-s3-csi-driver": ROLE,
+                                                       "aws-fsx-csi-driver": FSX_ROLE})
+
+    assert progress.created == ("aws-fsx-csi-driver",)
 
 
 def test_nothing_is_created_while_prerequisites_are_still_creating(

@@ -5,6 +5,7 @@ resource paths, rollout readiness)."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import os
 import shutil
@@ -19,10 +20,12 @@ from hypd.create import chart
 from hypd.create.chart import (
     ChartArchive,
     ChartDigestMismatch,
+    ChartRegionUnknown,
     ChartRenderFailed,
     ChartSourceInvalid,
     HelmUnavailable,
     chart_source,
+    chart_values,
     helm_binary,
     parse_chart_setting,
     parse_manifests,
@@ -258,6 +261,52 @@ def test_the_project_chart_renders_with_the_hyperpod_charts_shape() -> None:
         if m["kind"] == "DaemonSet" and m["metadata"]["name"] == "health-monitoring-agent"
     )
     assert agent["metadata"]["namespace"] == "aws-hyperpod"
+
+
+def _agent_image(manifests: list[dict[str, Any]]) -> str:
+    (agent,) = [m for m in manifests if m["kind"] == "DaemonSet"
+                and m["metadata"]["name"] == "health-monitoring-agent"]
+    (container,) = agent["spec"]["template"]["spec"]["containers"]
+    return str(container["image"])
+
+
+def test_the_chart_values_set_the_health_agents_region() -> None:
+    assert chart_values("eu-west-1") == {"health-monitoring-agent": {"region": "eu-west-1"}}
+    with pytest.raises(ChartRegionUnknown):
+        chart_values(None)
+
+
+def test_the_project_chart_keeps_the_hyperpod_charts_value_names() -> None:
+    # HyperPodHelmChart (at the pinned commit): global.region in the parent's values, the
+    # health-monitoring-agent subchart's own region value, which wins over it.
+    yaml = importlib.import_module("yaml")
+    parent = yaml.safe_load((CHART / "values.yaml").read_text())
+    agent = yaml.safe_load((CHART / "charts/health-monitoring-agent/values.yaml").read_text())
+    assert parent["global"] == {"region": ""}
+    assert parent["health-monitoring-agent"] == {"enabled": True}
+    assert agent["region"] == ""
+
+
+def test_the_health_agents_image_follows_the_region_value() -> None:
+    def image(values: dict[str, Any]) -> str:
+        return _agent_image(render_chart(CHART, release="d", namespace="kube-system",
+                                         values=values))
+
+    # Without a Region the chart falls back to us-east-1, as the real one does.
+    assert ".dkr.ecr.us-east-1.amazonaws.com/" in image({})
+    assert ".dkr.ecr.ap-south-1.amazonaws.com/" in image(chart_values("ap-south-1"))
+    assert ".dkr.ecr.eu-west-1.amazonaws.com/" in image({"global": {"region": "eu-west-1"}})
+    assert ".dkr.ecr.ap-south-1.amazonaws.com/" in image(
+        {"global": {"region": "eu-west-1"}, **chart_values("ap-south-1")}
+    )
+
+
+def test_the_kubernetes_version_reaches_the_templates() -> None:
+    manifests = render_chart(CHART, release="d", namespace="kube-system", values={},
+                             kube_version="1.31")
+    (namespace,) = [m for m in manifests if m["kind"] == "Namespace"
+                    and m["metadata"]["name"] == "aws-hyperpod"]
+    assert namespace["metadata"]["annotations"]["hypd.dev/rendered-for-kubernetes"] == "v1.31"
 
 
 def test_values_reach_the_templates() -> None:

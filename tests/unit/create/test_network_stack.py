@@ -15,7 +15,9 @@ from botocore.stub import ANY, Stubber
 from cfnlint.api import lint_all
 
 from hypd.aws import cloudformation as cfn_api
+from hypd.catalog.models import AvailabilityZone
 from hypd.create.network_stack import (
+    EKS_UNSUPPORTED_ZONE_IDS,
     EXPECTED_STACK_SECONDS,
     MAX_CHECK_SECONDS,
     MIN_CHECK_SECONDS,
@@ -24,9 +26,12 @@ from hypd.create.network_stack import (
     NetworkStackFailed,
     NotEnoughZones,
     UnknownZone,
+    control_plane_moved,
     control_plane_zones,
     delete_failed_stack,
     ensure_network_stack,
+    known_unsupported_zones,
+    move_control_plane,
     network_stack_template,
     next_check_seconds,
     read_network_stack,
@@ -252,9 +257,112 @@ def test_a_region_with_one_zone_is_refused() -> None:
     assert isinstance(caught.value, PermanentError)
 
 
+US_EAST_1 = [
+    AvailabilityZone(f"us-east-1{letter}", zone_id, "available", "us-east-1")
+    for letter, zone_id in zip("abcdef", ["use1-az6", "use1-az1", "use1-az2", "use1-az4",
+                                         "use1-az3", "use1-az5"], strict=True)
+]
+
+
+def test_zones_eks_documents_as_unsupported_are_found_by_their_id() -> None:
+    # use1-az3 is us-east-1e in this account's mapping (another account may call it otherwise)
+    assert known_unsupported_zones(US_EAST_1) == ["us-east-1e"]
+    assert {"use1-az3", "usw1-az2", "cac1-az3"} <= EKS_UNSUPPORTED_ZONE_IDS
+
+
+def test_the_second_zone_skips_zones_eks_does_not_support() -> None:
+    names = [z.name for z in US_EAST_1]
+    assert control_plane_zones("us-east-1d", names, unsupported=["us-east-1e"]) == (
+        "us-east-1d",
+        "us-east-1f",
+    )
+    # without the knowledge, the next zone by name
+    assert control_plane_zones("us-east-1d", names) == ("us-east-1d", "us-east-1e")
+
+
+def test_a_cluster_zone_eks_does_not_support_hosts_no_control_plane_subnet() -> None:
+    names = [z.name for z in US_EAST_1]
+    assert control_plane_zones("us-east-1e", names, unsupported=["us-east-1e"]) == (
+        "us-east-1f",
+        "us-east-1a",
+    )
+
+
+def test_too_few_supported_zones_are_refused() -> None:
+    with pytest.raises(NotEnoughZones, match="it supports only us-west-1a"):
+        control_plane_zones("us-west-1a", ["us-west-1a", "us-west-1b"],
+                            unsupported=["us-west-1b"])
+
+
 def test_a_zone_outside_the_region_is_refused() -> None:
     with pytest.raises(UnknownZone, match="us-east-1a is not an available zone"):
         control_plane_zones("us-east-1a", ["us-west-2a", "us-west-2b"])
+
+
+# ---------------------------------------------------------------------------- moving zones
+def output_subnets(template: dict[str, Any]) -> list[str]:
+    return [ref["Ref"] for ref in
+            template["Outputs"]["ControlPlaneSubnetIds"]["Value"]["Fn::Join"][1]]
+
+
+def zone_of(template: dict[str, Any], logical_id: str) -> str:
+    return str(template["Resources"][logical_id]["Properties"]["AvailabilityZone"])
+
+
+def test_a_refused_control_plane_zone_gets_a_new_subnet_and_nothing_else_changes(
+    template: dict[str, Any],
+) -> None:
+    original = json.loads(json.dumps(template))
+    # Given EKS refuses us-west-2b and accepts a, c and d
+    moved = control_plane_moved(template, TAG, ["us-west-2a", "us-west-2c", "us-west-2d"])
+    assert moved is not None
+    # Then the output names the kept subnet and a new one in the next accepted zone
+    assert output_subnets(moved) == ["ControlPlaneSubnet1", "ControlPlaneSubnet3"]
+    assert zone_of(moved, "ControlPlaneSubnet3") == "us-west-2c"
+    new = set(moved["Resources"]) - set(template["Resources"])
+    assert new == {"ControlPlaneSubnet3", "ControlPlaneRouteTable3", "ControlPlaneDefaultRoute3",
+                   "ControlPlaneSubnet3RouteTableAssociation"}
+    # on the first free /24 of the last /20, tagged like the others
+    subnet = moved["Resources"]["ControlPlaneSubnet3"]["Properties"]
+    assert subnet["CidrBlock"] == "10.0.244.0/24"
+    assert {"Key": "hypd:role", "Value": "control-plane"} in subnet["Tags"]
+    assert {"Key": "hypd:tag", "Value": TAG} in subnet["Tags"]
+    # And every resource the stack had stays exactly as it was (the S3 endpoint too)
+    assert {k: moved["Resources"][k] for k in template["Resources"]} == template["Resources"]
+    assert template == original  # the argument is not changed
+    problems = [str(m) for m in lint_all(json.dumps(moved))
+                if m.rule.id[0] in {"E", "W"} and m.rule.id != "W3010"]
+    assert problems == []
+
+
+def test_nothing_moves_when_every_control_plane_zone_is_accepted(
+    template: dict[str, Any],
+) -> None:
+    assert control_plane_moved(template, TAG, ["us-west-2a", "us-west-2b"]) is None
+
+
+def test_both_zones_refused_get_two_new_subnets(template: dict[str, Any]) -> None:
+    moved = control_plane_moved(template, TAG, ["us-west-2c", "us-west-2d"])
+    assert moved is not None
+    assert output_subnets(moved) == ["ControlPlaneSubnet3", "ControlPlaneSubnet4"]
+    assert [zone_of(moved, s) for s in output_subnets(moved)] == ["us-west-2c", "us-west-2d"]
+    assert [moved["Resources"][s]["Properties"]["CidrBlock"] for s in output_subnets(moved)] == [
+        "10.0.244.0/24", "10.0.245.0/24"]
+
+
+def test_a_second_move_reuses_a_subnet_the_stack_already_has(template: dict[str, Any]) -> None:
+    first = control_plane_moved(template, TAG, ["us-west-2a", "us-west-2c"])
+    assert first is not None
+    # EKS later refuses c and accepts b again: the stack's own subnet in b serves once more
+    second = control_plane_moved(first, TAG, ["us-west-2a", "us-west-2b"])
+    assert second is not None
+    assert output_subnets(second) == ["ControlPlaneSubnet1", "ControlPlaneSubnet2"]
+    assert set(second["Resources"]) == set(first["Resources"])
+
+
+def test_fewer_than_two_accepted_zones_cannot_be_moved_to(template: dict[str, Any]) -> None:
+    with pytest.raises(NotEnoughZones, match="supports only us-west-2a"):
+        control_plane_moved(template, TAG, ["us-west-2a"])
 
 
 # ---------------------------------------------------------------------------- check policy
@@ -557,3 +665,60 @@ def test_failure_reason_of_a_vanished_stack_is_empty(cfn: tuple[Any, Stubber]) -
         service_message=f"Stack [{NAME}] does not exist",
     )
     assert cfn_api.stack_failure_reason(client, NAME) == ""
+
+
+# ---------------------------------------------------------------------------- moving, on AWS
+ROLE = f"arn:aws:iam::123456789012:role/{NAME}-role"
+
+
+def test_moving_updates_the_stack_with_the_added_subnet(cfn: tuple[Any, Stubber]) -> None:
+    client, stub = cfn
+    current = network_stack_template(TAG, ZONES)
+    stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS),
+                      {"StackName": NAME})
+    # The Stubber answers the JSON body as text (botocore decodes it only on the wire).
+    stub.add_response("get_template", {"TemplateBody": json.dumps(current)},
+                      {"StackName": NAME, "TemplateStage": "Original"})
+    stub.add_response("update_stack", {"StackId": STACK_ID}, {
+        "StackName": NAME, "TemplateBody": ANY, "ClientRequestToken": "op-1-eks-1-zones-1",
+        "RoleARN": ROLE})
+
+    answer = move_control_plane(client, TAG, ["us-west-2a", "us-west-2c"],
+                                client_token="op-1-eks-1-zones-1", role_arn=ROLE)
+
+    assert answer is not None
+    assert (answer.ready, answer.status) == (False, "UPDATE_IN_PROGRESS")
+
+
+def test_moving_waits_for_an_update_in_progress(cfn: tuple[Any, Stubber]) -> None:
+    client, stub = cfn
+    stub.add_response("describe_stacks", described("UPDATE_IN_PROGRESS"), {"StackName": NAME})
+    answer = move_control_plane(client, TAG, ["us-west-2a", "us-west-2c"], client_token="t")
+    assert answer is not None
+    assert not answer.ready
+
+
+def test_a_move_that_rolled_back_in_this_attempt_fails_with_its_reason(
+    cfn: tuple[Any, Stubber],
+) -> None:
+    client, stub = cfn
+    stub.add_response("describe_stacks", described("UPDATE_ROLLBACK_COMPLETE", OUTPUTS),
+                      {"StackName": NAME})
+    stub.add_response("describe_stack_events", {"StackEvents": [
+        event("CREATE_FAILED", "ControlPlaneSubnet3", "The CIDR '10.0.244.0/24' conflicts",
+              "AWS::EC2::Subnet")]},
+        {"StackName": STACK_ID})
+    with pytest.raises(NetworkStackFailed, match="conflicts") as caught:
+        move_control_plane(client, TAG, ["us-west-2a", "us-west-2c"], client_token="t",
+                           moved_before=True)
+    assert caught.value.details["awsErrorCode"] == "UPDATE_ROLLBACK_COMPLETE"
+
+
+def test_nothing_to_move_is_no_update(cfn: tuple[Any, Stubber]) -> None:
+    client, stub = cfn
+    stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS),
+                      {"StackName": NAME})
+    body = json.dumps(network_stack_template(TAG, ZONES))
+    stub.add_response("get_template", {"TemplateBody": body},
+                      {"StackName": NAME, "TemplateStage": "Original"})
+    assert move_control_plane(client, TAG, list(ZONES), client_token="t") is None

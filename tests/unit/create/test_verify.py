@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from hypd.create.verify import evaluate
+from hypd.capacity import verify as capacity_verify
+from hypd.create.verify import (
+    DEEP_HEALTH_CHECK_ALLOWANCE,
+    DEEP_HEALTH_CHECKS,
+    VERIFY_TIMEOUT,
+    evaluate,
+    verification_timeout,
+)
 
 
 def node(
@@ -64,3 +72,16 @@ def test_workloads_not_rolled_out_are_problems() -> None:
 
     assert not result.ready
     assert result.problems == ["dependency chart: DaemonSet aws-hyperpod/agent: 0/1 available"]
+
+
+def test_deep_health_checks_extend_the_verify_timeout() -> None:
+    # Given the create's usual 30 minutes / Then a deep-health-check cluster gets 2 h more,
+    # which covers AWS's 60-90 minutes of deep health checks
+    assert verification_timeout(VERIFY_TIMEOUT, deep_health_checks=False) == VERIFY_TIMEOUT
+    assert verification_timeout(VERIFY_TIMEOUT, deep_health_checks=True) == (
+        VERIFY_TIMEOUT + DEEP_HEALTH_CHECK_ALLOWANCE
+    )
+    assert timedelta(minutes=90) < DEEP_HEALTH_CHECK_ALLOWANCE
+    # And the capacity operations use the same rule, not a copy of it
+    assert capacity_verify.verification_timeout is verification_timeout
+    assert capacity_verify.DEEP_HEALTH_CHECKS is DEEP_HEALTH_CHECKS
