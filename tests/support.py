@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -83,3 +84,20 @@ def create_body(**overrides: Any) -> dict[str, Any]:
     }
     body.update(overrides)
     return {k: v for k, v in body.items() if v is not None}
+
+
+def service_role(cloud: Any, name: str, service: str) -> str:
+    """A role that ``service`` may assume; for SageMaker (a HyperPod execution role) allowed
+    what the cluster's instances need, or HyperPod fails the cluster, as on AWS."""
+    from hypd_local.emulator.hyperpod_iam import EXECUTION_ACTIONS
+
+    iam = cloud.client("iam")
+    arn: str = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"Service": service},
+            "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    if service == "sagemaker.amazonaws.com":
+        iam.put_role_policy(RoleName=name, PolicyName="instances", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Action": sorted(EXECUTION_ACTIONS), "Resource": "*"}]}))
+    return arn

@@ -15,7 +15,7 @@ import zipfile
 from collections.abc import Callable
 from typing import Any
 
-from hypd_local.iam.policy import trusts
+from hypd_local.iam.policy import Request, decide, trusts
 from hypd_local.iam.principals import Directory
 from hypd_local.intrinsics import TemplateError
 from hypd_local.template import Stack
@@ -32,6 +32,7 @@ def provision(stack: Stack, client: ClientFactory, directory: Directory | None =
     to moto, from moto's copy of AWS's documents, so that they count when calls are authorised.
     """
     _provision_iam(stack, client("iam"), directory)
+    _provision_api_logging(stack, client("apigateway"), directory)
 
     logs = client("logs")
     for group in stack.log_groups.values():
@@ -138,6 +139,46 @@ def provision(stack: Stack, client: ClientFactory, directory: Directory | None =
                 EventBusName=rule.event_bus_name,
                 Targets=[target.to_api() for target in rule.targets],
             )
+
+
+# What API Gateway's CloudWatch role must be allowed (AmazonAPIGatewayPushToCloudWatchLogs).
+_API_GATEWAY_LOG_ACTIONS = ("logs:CreateLogGroup", "logs:CreateLogStream",
+                            "logs:DescribeLogGroups", "logs:DescribeLogStreams",
+                            "logs:PutLogEvents", "logs:GetLogEvents", "logs:FilterLogEvents")
+
+
+def _provision_api_logging(stack: Stack, apigateway: Any, directory: Directory | None) -> None:
+    """API Gateway's account setting, as a deployment meets it.
+
+    A stage that writes access or execution logs needs the Region's CloudWatch Logs role
+    (``AWS::ApiGateway::Account``) before it is created; without one the deployment fails with
+    API Gateway's BadRequestException. The role must trust apigateway.amazonaws.com and be
+    allowed to write logs, or API Gateway refuses the setting.
+    """
+    preset = apigateway.get_account().get("cloudwatchRoleArn")
+    for account in stack.api_accounts.values():
+        arn = account.cloudwatch_role_arn
+        record = directory.role(arn) if directory is not None and arn else None
+        allowed = record is not None and trusts(record.trust_policy, "apigateway.amazonaws.com")
+        if allowed and record is not None:
+            allowed = all(decide(list(record.policies), record.boundary, Request(a)).allowed
+                          for a in _API_GATEWAY_LOG_ACTIONS)
+        if directory is not None and not allowed:
+            raise TemplateError(
+                f"{account.logical_id}: BadRequestException: The role ARN does not have "
+                "required permissions set to API Gateway (it must trust "
+                "apigateway.amazonaws.com and allow writing CloudWatch Logs)")
+        apigateway.update_account(patchOperations=[
+            {"op": "replace", "path": "/cloudwatchRoleArn", "value": arn}])
+    for api in stack.apis.values():
+        if not api.logs_to_cloudwatch or preset:
+            continue
+        if not api.depends_on & set(stack.api_accounts):
+            raise TemplateError(
+                f"{api.logical_id}: BadRequestException: CloudWatch Logs role ARN must be set "
+                "in account settings to enable logging (a fresh account has none: declare an "
+                "AWS::ApiGateway::Account with a CloudWatchRoleArn and make the API depend "
+                "on it)")
 
 
 def _check_assumable(stack: Stack, logical_id: str, role_arn: str,

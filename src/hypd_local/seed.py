@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hypd_local.emulator.hyperpod_iam import EXECUTION_ACTIONS
+
 
 class _CloudLike(Protocol):
     region: str
@@ -108,7 +110,9 @@ def seed_clusters(
 
     ec2, iam, eks, sagemaker = client("ec2"), client("iam"), client("eks"), client("sagemaker")
     eks_role = _ensure_role(iam, "hypd-local-eks-cluster", "eks.amazonaws.com")
-    execution_role = _ensure_role(iam, "hypd-local-hyperpod-execution", "sagemaker.amazonaws.com")
+    execution_role = _ensure_role(iam, "hypd-local-hyperpod-execution", "sagemaker.amazonaws.com",
+                                  {"Effect": "Allow", "Action": sorted(EXECUTION_ACTIONS),
+                                   "Resource": "*"})
 
     pending: list[tuple[ClusterSeed, dict[str, Any], str, tuple[str, ...], tuple[str, ...], str]]
     pending = []
@@ -206,7 +210,9 @@ def _wait_in_service(sagemaker: Any, names: list[str], clock: Any) -> None:
     raise TimeoutError(f"HyperPod clusters {names} were not InService after 2 virtual hours")
 
 
-def _ensure_role(iam: Any, name: str, service: str) -> str:
+def _ensure_role(iam: Any, name: str, service: str,
+                 permissions: dict[str, Any] | None = None) -> str:
+    """A role trusting ``service``, allowed ``permissions`` (one statement) if given."""
     try:
         arn: str = iam.get_role(RoleName=name)["Role"]["Arn"]
         return arn
@@ -219,4 +225,7 @@ def _ensure_role(iam: Any, name: str, service: str) -> str:
     }
     created: str = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(policy))[
         "Role"]["Arn"]
+    if permissions is not None:
+        iam.put_role_policy(RoleName=name, PolicyName="permissions", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [permissions]}))
     return created

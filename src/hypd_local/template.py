@@ -21,7 +21,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -367,6 +367,18 @@ class ApiSpec:
     routes: tuple[RouteSpec, ...]
     binary_media_types: tuple[str, ...] = ()
     auth: str | None = None
+    logs_to_cloudwatch: bool = False
+    """The stage writes access or execution logs, which needs the account's CloudWatch role."""
+    depends_on: frozenset[str] = frozenset()
+    """Every resource it depends on through DependsOn (transitively)."""
+
+
+@dataclass(frozen=True)
+class ApiAccountSpec:
+    """An ``AWS::ApiGateway::Account``: the Region's API Gateway CloudWatch Logs role."""
+
+    logical_id: str
+    cloudwatch_role_arn: str | None
 
 
 # ---------------------------------------------------------------------------------- stack
@@ -423,6 +435,7 @@ class Stack:
         self.log_groups: dict[str, LogGroupSpec] = {}
         self.rules: dict[str, RuleSpec] = {}
         self.apis: dict[str, ApiSpec] = {}
+        self.api_accounts: dict[str, ApiAccountSpec] = {}
         self._routes: dict[str, list[RouteSpec]] = {}
 
         self._load_resources()
@@ -532,7 +545,10 @@ class Stack:
             for section, section_type in _GLOBALS_SECTIONS.items():
                 if section_type == rtype and section in globals_:
                     properties = merge_globals(globals_[section], properties)
-            self._raw[logical_id] = {"Type": rtype, "Properties": properties}
+            depends = decl.get("DependsOn") or []
+            self._raw[logical_id] = {"Type": rtype, "Properties": properties,
+                                     "DependsOn": [depends] if isinstance(depends, str)
+                                     else list(depends)}
 
     def _props(self, logical_id: str) -> dict[str, Any]:
         props: dict[str, Any] = self._raw[logical_id]["Properties"]
@@ -715,7 +731,9 @@ class Stack:
         return path
 
     def _plan_policy(self, logical_id: str) -> Resource:
-        # Permissions are not enforced locally; the resource exists only to be referred to.
+        # Resource-based policies and Lambda permissions are not evaluated (a same-account
+        # caller is authorised by its identity policies, docs/iam.md); the resource exists to
+        # be referred to.
         rtype = self._raw[logical_id]["Type"]
         return Resource(logical_id, rtype, f"{self.stack_name}-{logical_id}")
 
@@ -782,8 +800,7 @@ class Stack:
                 )
             elif api_id in self.apis:
                 api = self.apis[api_id]
-                self.apis[api_id] = ApiSpec(api.logical_id, api.api_id, api.stage, tuple(routes),
-                                            api.binary_media_types, api.auth)
+                self.apis[api_id] = replace(api, routes=tuple(routes))
         self._check_routes()
 
     def _check_routes(self) -> None:
@@ -1154,6 +1171,10 @@ class Stack:
         if not stage:
             raise TemplateError(f"{where}.StageName is required")
         auth = (self._resolve_prop(logical_id, "Auth") or {}).get("DefaultAuthorizer")
+        method_settings = self._resolve_prop(logical_id, "MethodSettings") or []
+        logs = bool(self._resolve_prop(logical_id, "AccessLogSetting")) or any(
+            str(m.get("LoggingLevel", "OFF")).upper() != "OFF" or m.get("DataTraceEnabled")
+            for m in method_settings if isinstance(m, dict))
         self.apis[logical_id] = ApiSpec(
             logical_id=logical_id,
             api_id=res.ref,
@@ -1161,7 +1182,26 @@ class Stack:
             routes=(),
             binary_media_types=tuple(self._resolve_prop(logical_id, "BinaryMediaTypes", []) or []),
             auth=auth,
+            logs_to_cloudwatch=logs,
+            depends_on=self.dependencies_of(logical_id),
         )
+
+    def dependencies_of(self, logical_id: str) -> frozenset[str]:
+        """The resources ``logical_id`` depends on through DependsOn, transitively."""
+        found: set[str] = set()
+        todo = list(self._raw.get(logical_id, {}).get("DependsOn", []))
+        while todo:
+            other = str(todo.pop())
+            if other not in found:
+                found.add(other)
+                todo += self._raw.get(other, {}).get("DependsOn", [])
+        return frozenset(found)
+
+    def _build_api_account(self, logical_id: str) -> None:
+        role = self._resolve_prop(logical_id, "CloudWatchRoleArn")
+        self.api_accounts[logical_id] = ApiAccountSpec(
+            logical_id, scalar_str(role, f"Resources.{logical_id}.Properties.CloudWatchRoleArn")
+            if role is not None else None)
 
     def _build_rule(self, logical_id: str) -> None:
         res = self._planned[logical_id]
@@ -1306,6 +1346,7 @@ _PLANNERS: dict[str, Callable[[Stack, str], Resource]] = {
     "AWS::Events::Rule": Stack._plan_rule,
     "AWS::IAM::Role": Stack._plan_role,
     "AWS::IAM::ManagedPolicy": Stack._plan_managed_policy,
+    "AWS::ApiGateway::Account": Stack._plan_policy,
     # Permissions: accepted, not enforced (moto does not enforce IAM either by default).
     "AWS::SQS::QueuePolicy": Stack._plan_policy,
     "AWS::SNS::TopicPolicy": Stack._plan_policy,
@@ -1330,6 +1371,7 @@ _BUILDERS: dict[str, Callable[[Stack, str], None]] = {
     "AWS::Events::Rule": Stack._build_rule,
     "AWS::IAM::Role": Stack._build_role,
     "AWS::IAM::ManagedPolicy": Stack._build_managed_policy,
+    "AWS::ApiGateway::Account": Stack._build_api_account,
 }
 
 

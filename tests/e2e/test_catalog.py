@@ -7,12 +7,12 @@ must be accepted by CreateCluster in a subnet of that zone.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from hypd_cli.api_client import ApiClient, ApiError
+from tests.support import service_role
 
 
 def test_the_regions_zones_are_listed(cloud: Any, api: ApiClient) -> None:
@@ -62,16 +62,7 @@ def test_training_plans_show_their_zones(api: ApiClient) -> None:
 
 # ---------------------------------------------------------------------------- agreement
 def role(cloud: Any, name: str, service: str) -> str:
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
-        ],
-    }
-    arn: str = cloud.client("iam").create_role(
-        RoleName=name, AssumeRolePolicyDocument=json.dumps(policy)
-    )["Role"]["Arn"]
-    return arn
+    return service_role(cloud, name, service)
 
 
 def test_listed_types_are_accepted_by_hyperpod_and_unlisted_ones_refused(

@@ -10,7 +10,12 @@ import pytest
 from hypd_local.emulator.errors import ValidationException
 from hypd_local.emulator.hyperpod import HyperPodDurations
 from hypd_local.emulator.hyperpod_iam import Role, autoscaling_role_problem
-from tests.emulator.test_hyperpod_support import CLUSTER_ROLE, cluster_request, make
+from tests.emulator.test_hyperpod_support import (
+    CLUSTER_ROLE,
+    EXECUTION_ROLE,
+    cluster_request,
+    make,
+)
 
 D = HyperPodDurations()
 KARPENTER = {"Mode": "Enable", "AutoScalerType": "Karpenter"}
@@ -40,8 +45,9 @@ GOOD_ROLE = Role(CLUSTER_ROLE, trust(), (policy(NODE_ACTIONS),))
 
 
 def with_roles(*roles: Role) -> Any:
-    """An emulator that looks cluster roles up among ``roles``."""
-    return make(role_lookup={r.arn: r for r in roles}.get)
+    """An emulator that looks cluster roles up among ``roles`` (and finds the groups'
+    execution role)."""
+    return make(role_lookup={r.arn: r for r in (EXECUTION_ROLE, *roles)}.get)
 
 
 def autoscaling(api: Any, name: str = "hp1") -> dict[str, Any]:
@@ -189,3 +195,30 @@ def test_a_trust_policy_may_name_the_service_in_a_list_or_allow_anyone() -> None
     for document in (listed, json.dumps(anyone)):
         assert autoscaling_role_problem(Role(CLUSTER_ROLE, document, (policy(NODE_ACTIONS),)),
                                         CLUSTER_ARN) is None
+
+
+# --- the groups' execution role ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("role", "problem"), [
+    (None, "does not exist"),
+    (Role(EXECUTION_ROLE.arn, trust("ec2.amazonaws.com"), EXECUTION_ROLE.policies),
+     "does not trust sagemaker.amazonaws.com"),
+    (Role(EXECUTION_ROLE.arn, EXECUTION_ROLE.trust_policy, (policy(allow([
+        "ec2:CreateNetworkInterface", "ec2:DescribeVpcs"])),)),
+     "is not allowed ec2:CreateNetworkInterfacePermission"),
+])
+def test_a_group_whose_execution_role_cannot_serve_its_instances_fails_the_cluster(
+    role: Role | None, problem: str
+) -> None:
+    # Given an execution role missing what the instances need
+    _emulator, api, clock, _events = make(
+        role_lookup=lambda arn: role if role is not None and arn == role.arn else None)
+    # When the cluster is created
+    api.create_cluster(**cluster_request())
+    clock.advance(hours=1)
+    # Then it fails naming the group, the role and what is missing, as HyperPod's does
+    described = api.describe_cluster(ClusterName="hp1")
+    assert described["ClusterStatus"] == "Failed"
+    assert "Instance group 'workers'" in described["FailureMessage"]
+    assert problem in described["FailureMessage"]

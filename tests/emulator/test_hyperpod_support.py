@@ -17,6 +17,7 @@ import botocore.session
 
 from hypd_local.emulator.hyperpod import HyperPodDurations, HyperPodEmulator
 from hypd_local.emulator.hyperpod_catalog import Catalog
+from hypd_local.emulator.hyperpod_iam import EXECUTION_ACTIONS, Role
 
 ACCOUNT = "123456789012"
 REGION = "us-west-2"
@@ -24,6 +25,13 @@ EKS_ARN = f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/hp-eks"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/HyperPodExecution"
 CLUSTER_ROLE = f"arn:aws:iam::{ACCOUNT}:role/HyperPodClusterRole"
 START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+EXECUTION_ROLE = Role(
+    ROLE,
+    {"Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+                    "Action": "sts:AssumeRole"}]},
+    ({"Statement": [{"Effect": "Allow", "Action": sorted(EXECUTION_ACTIONS), "Resource": "*"}]},),
+)
+"""An execution role allowed what the instances need (the groups of ``group`` use it)."""
 
 
 @cache

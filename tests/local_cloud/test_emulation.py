@@ -30,6 +30,7 @@ from kubernetes.client.exceptions import ApiException
 
 from hypd_local import LocalCloud
 from tests.local_cloud.conftest import FIXTURES, REAL_TEMPLATE
+from tests.support import service_role
 
 EMULATION_TEMPLATE = FIXTURES / "emulation.yaml"
 CLUSTER_ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -91,11 +92,7 @@ def make_network(cloud: LocalCloud, zones: tuple[str, ...] = ("us-west-2a", "us-
 
 
 def role(cloud: LocalCloud, service: str) -> str:
-    policy = {"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}]}
-    arn: str = cloud.client("iam").create_role(
-        RoleName=unique("role"), AssumeRolePolicyDocument=json.dumps(policy))["Role"]["Arn"]
-    return arn
+    return service_role(cloud, unique("role"), service)
 
 
 def create_eks(cloud: LocalCloud, name: str, network: Network) -> dict[str, Any]:

@@ -26,7 +26,11 @@ from hypd_local.emulator.errors import (
     ValidationException,
 )
 from hypd_local.emulator.hyperpod_catalog import Catalog, TrainingPlanSeed
-from hypd_local.emulator.hyperpod_iam import Role, autoscaling_role_problem
+from hypd_local.emulator.hyperpod_iam import (
+    Role,
+    autoscaling_role_problem,
+    execution_role_problem,
+)
 from hypd_local.emulator.hyperpod_state import (
     HEALTHY,
     Cluster,
@@ -693,7 +697,7 @@ class HyperPodEmulator:
         self._clusters[arn] = c
         seq = self._next_seq
         c.status.schedule(now, seq, (now, "Creating"))
-        fail = _take(self._fail_next, name)
+        fail = _take(self._fail_next, name) or self._execution_role_problem(groups, spec)
         d = self.durations
         for gspec, (itype, zone) in zip(groups, resolved, strict=True):
             g = Group(gspec["InstanceGroupName"], copy.deepcopy(gspec), itype, zone)
@@ -740,6 +744,23 @@ class HyperPodEmulator:
             g.status.schedule(now, seq, (ready, "InService"))
         c.status.schedule(now, seq, (ready, "InService"))
         return {"ClusterArn": arn}
+
+    def _execution_role_problem(self, groups: list[dict[str, Any]], spec: dict[str, Any]
+                                ) -> str | None:
+        """Why a group's instances could not run with its execution role (the cluster then
+        fails, as HyperPod's does when its instances cannot attach their interfaces)."""
+        if self._role_lookup is None:
+            return None
+        eks_arn = ((spec.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn")
+        for group in groups:
+            arn = group["ExecutionRole"]
+            problem = execution_role_problem(
+                self._role_lookup(arn), arn, group["InstanceGroupName"],
+                partition=self.partition, region=self.region, account=self.account_id,
+                eks_arn=eks_arn)
+            if problem is not None:
+                return problem
+        return None
 
     def _autoscaling_role(
         self, mode: str | None, role_arn: str | None, node_recovery: str

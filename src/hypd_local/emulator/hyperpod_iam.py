@@ -59,3 +59,53 @@ def autoscaling_role_problem(role: Role, cluster_arn: str) -> str | None:
             f"{' and '.join(bounded)} on {cluster_arn}."
         )
     return None
+
+
+# What the instances of a HyperPod cluster on EKS do with their execution role: AWS's managed
+# AmazonSageMakerClusterInstanceRolePolicy and what AWS's reference execution role adds to it
+# (awsome-distributed-training, sagemaker-iam-role-stack.yaml): their network interfaces in the
+# cluster's subnets, the VPC facts they read, images from ECR, EKS Pod Identity for pods. An
+# action -> the resource it is used on ("*" for actions without resource types; "{eks}" is the
+# orchestrating EKS cluster's ARN).
+EXECUTION_ACTIONS: dict[str, str] = {
+    "ec2:CreateNetworkInterface": "arn:{p}:ec2:{r}:{a}:network-interface/*",
+    "ec2:CreateNetworkInterfacePermission": "arn:{p}:ec2:{r}:{a}:network-interface/*",
+    "ec2:DeleteNetworkInterfacePermission": "arn:{p}:ec2:{r}:{a}:network-interface/*",
+    "ec2:DeleteNetworkInterface": "arn:{p}:ec2:{r}:{a}:network-interface/*",
+    "ec2:AssignPrivateIpAddresses": "arn:{p}:ec2:{r}:{a}:network-interface/*",
+    "ec2:DescribeNetworkInterfaces": "*",
+    "ec2:DescribeVpcs": "*",
+    "ec2:DescribeDhcpOptions": "*",
+    "ec2:DescribeSubnets": "*",
+    "ec2:DescribeSecurityGroups": "*",
+    "ecr:GetAuthorizationToken": "*",
+    "ecr:BatchGetImage": "arn:{p}:ecr:{r}:{a}:repository/*",
+    "ecr:GetDownloadUrlForLayer": "arn:{p}:ecr:{r}:{a}:repository/*",
+    "eks-auth:AssumeRoleForPodIdentity": "{eks}",
+}
+
+
+def execution_role_problem(role: Role | None, role_arn: str, group: str, *, partition: str,
+                           region: str, account: str, eks_arn: str | None) -> str | None:
+    """Why the instances of ``group`` cannot run with ``role``, or None when they can."""
+    if role is None:
+        return f"Instance group '{group}': the execution role '{role_arn}' does not exist."
+    if not trusts(role.trust_policy, "sagemaker.amazonaws.com", ASSUME_ROLE):
+        return (f"Instance group '{group}': the execution role '{role_arn}' does not trust "
+                "sagemaker.amazonaws.com.")
+    context = {"aws:resourceaccount": [account], "aws:principalaccount": [account]}
+    missing = []
+    for action, pattern in EXECUTION_ACTIONS.items():
+        if pattern == "{eks}":
+            if not eks_arn:
+                continue
+            resource = eks_arn
+        else:
+            resource = pattern.format(p=partition, r=region, a=account)
+        if not decide(list(role.policies), role.permissions_boundary,
+                      Request(action, resource, context)).allowed:
+            missing.append(action)
+    if missing:
+        return (f"Instance group '{group}': the execution role '{role_arn}' is not allowed "
+                f"{', '.join(missing)}, which the cluster's instances need.")
+    return None

@@ -673,7 +673,7 @@ ROLE = f"arn:aws:iam::123456789012:role/{NAME}-role"
 
 def test_moving_updates_the_stack_with_the_added_subnet(cfn: tuple[Any, Stubber]) -> None:
     client, stub = cfn
-    current = network_stack_template(TAG, ZONES)
+    current = network_stack_template(TAG, ZONES, region=REGION)
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS),
                       {"StackName": NAME})
     # The Stubber answers the JSON body as text (botocore decodes it only on the wire).
@@ -718,7 +718,7 @@ def test_nothing_to_move_is_no_update(cfn: tuple[Any, Stubber]) -> None:
     client, stub = cfn
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS),
                       {"StackName": NAME})
-    body = json.dumps(network_stack_template(TAG, ZONES))
+    body = json.dumps(network_stack_template(TAG, ZONES, region=REGION))
     stub.add_response("get_template", {"TemplateBody": body},
                       {"StackName": NAME, "TemplateStage": "Original"})
     assert move_control_plane(client, TAG, list(ZONES), client_token="t") is None
