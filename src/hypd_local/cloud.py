@@ -14,7 +14,7 @@ import importlib
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +37,8 @@ from hypd_local.eventbus import (
     EventDelivery,
     execution_status_detail,
 )
+from hypd_local.iam.enforce import current_caller
+from hypd_local.iam.stacks import StackResource, stack_calls
 from hypd_local.lambdas import FunctionNotFound, Invocation, LambdaRuntime
 from hypd_local.provision import provision
 from hypd_local.template import DEFAULT_ACCOUNT_ID, FunctionSpec, Stack
@@ -85,6 +87,8 @@ class LocalCloud:
         api: logical id of the AWS::Serverless::Api to serve (default: the first one).
         function_concurrency: invocations of one function that run at once (default 1: one
             warm execution environment per function; None: no limit).
+        template_edit: changes the parsed template before it is loaded (tests take a
+            permission away with it, and see the path fail as it would on AWS).
     """
 
     def __init__(
@@ -99,6 +103,7 @@ class LocalCloud:
         clock: VirtualClock | None = None,
         api: str | None = None,
         function_concurrency: int | None = 1,
+        template_edit: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.template_path = Path(template_path).resolve()
         self.region = region
@@ -109,6 +114,7 @@ class LocalCloud:
         self._aws_port = aws_port
         self._api_logical_id = api
         self._function_concurrency = function_concurrency
+        self._template_edit = template_edit
         self.clock = clock or VirtualClock()
         self.activity = Activity()
 
@@ -174,6 +180,7 @@ class LocalCloud:
             stack_name=self.stack_name,
             parameters=self._parameters,
             aws_endpoint=self.aws_endpoint,
+            edit=self._template_edit,
         )
         credentials.install()
         self.identities = Identities(lambda: self.client("sts"), self.emulation.directory)
@@ -248,6 +255,32 @@ class LocalCloud:
         """The session ``service`` acts in when it assumes ``role_arn`` (a state machine's
         role, a stack's service role)."""
         return self.identities.session(role_arn, session_name, service)
+
+    def stack_refusal(self, stack_role_arn: str | None, resources: list[StackResource],
+                      stack_tags: dict[str, str]) -> tuple[str, str] | None:
+        """(resource, reason) of the first resource CloudFormation could not make with the
+        stack's role (or, with none, its caller's permissions); None when all could be."""
+        assert self.emulation is not None
+        enforcer = self.emulation.enforcer
+        if stack_role_arn:
+            session = self.identities.session(stack_role_arn, "AWSCloudFormation",
+                                              "cloudformation.amazonaws.com")
+            principal = self.emulation.directory.principal(
+                session.credentials.get_frozen_credentials().access_key)
+        else:
+            principal = current_caller()
+        if principal is None:  # the account's administrator
+            return None
+        for resource, calls in stack_calls(resources, stack_tags):
+            for service, operation, params in calls:
+                denial = enforcer.decide(principal, enforcer.checks(service, service, operation,
+                                                                    params))
+                if denial is not None:
+                    return resource.logical_id, (
+                        f"Resource handler returned message: \"You are not authorized to "
+                        f"perform this operation. {denial.message}\" (Service: Ec2, Status "
+                        "Code: 403, Error Code: UnauthorizedOperation)")
+        return None
 
     # ------------------------------------------------------------------ public API
     @property

@@ -399,6 +399,7 @@ class Stack:
         parameters: Mapping[str, Any] | None = None,
         aws_endpoint: str | None = "http://127.0.0.1:5000",
         allow_external_layers: bool = False,
+        edit: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.template_path = Path(template_path).resolve()
         self.template_dir = self.template_path.parent
@@ -410,6 +411,8 @@ class Stack:
         self.aws_endpoint = (aws_endpoint or f"https://sqs.{region}.{self.url_suffix}").rstrip("/")
         self.allow_external_layers = allow_external_layers
         self.template = read_template(self.template_path)
+        if edit is not None:  # a test's change to the template (say, one permission less)
+            edit(self.template)
         self.warnings: list[str] = []
 
         self._raw: dict[str, dict[str, Any]] = {}

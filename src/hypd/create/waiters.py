@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hypd import clock
 from hypd.aws import stepfunctions
 from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
+from hypd.errors import HypdError
 from hypd.table import waiter_key, waiters_partition
 
 
@@ -64,6 +65,17 @@ class WaiterStore:
             for item in self._table.query_partition(waiters_partition(resource))
         ]
 
+    def put_back(self, waiter: Waiter) -> None:
+        """Park ``waiter`` again after its completion failed, unless the operation parked a
+        new token meanwhile (a later wait of the same operation wins)."""
+        body = waiter.model_dump(mode="json", by_alias=True)
+        try:
+            # no item, or still this token's: nothing newer is overwritten
+            self._table.put(encode_item(waiter_key(waiter.resource, waiter.operation_id), body),
+                            condition="attribute_not_exists(PK)")
+        except ConditionFailed:
+            return
+
     def take(self, waiter: Waiter) -> bool:
         """Remove `waiter` if it is still the one parked (same token); True if this call did."""
         try:
@@ -91,18 +103,25 @@ def settle(
     longer meet); returns the ids of the operations woken."""
     woken: list[str] = []
     for waiter in waiters.waiting_for(resource):
-        if state == waiter.condition:
-            if waiters.take(waiter):
+        succeeded = state == waiter.condition
+        if not (succeeded or state in waiter.failure_states) or not waiters.take(waiter):
+            continue
+        try:
+            if succeeded:
                 stepfunctions.send_task_success(sfn(), waiter.task_token, output)
-                woken.append(waiter.operation_id)
-        elif state in waiter.failure_states and waiters.take(waiter):
-            stepfunctions.send_task_failure(
-                sfn(),
-                waiter.task_token,
-                error=failure_error,
-                cause=message or f"{resource} is {state}",
-            )
-            woken.append(waiter.operation_id)
+            else:
+                stepfunctions.send_task_failure(
+                    sfn(),
+                    waiter.task_token,
+                    error=failure_error,
+                    cause=message or f"{resource} is {state}",
+                )
+        except HypdError:
+            # Not completed (throttled, refused...): parked again, so that the event's retry
+            # completes it rather than the wait's slow fallback poll.
+            waiters.put_back(waiter)
+            raise
+        woken.append(waiter.operation_id)
     return woken
 
 

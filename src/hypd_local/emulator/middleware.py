@@ -178,6 +178,10 @@ class EmulatorMiddleware:
         fault = self.faults.error_for(protocol.model, operation)
         method = getattr(emulator, xform_name(operation), None) if emulator is not None else None
         if fault is None and not callable(method):
+            if self.enforcer is not None and principal is not None:
+                # moto's services act for the caller (CloudFormation without a stack role)
+                with self.enforcer.acting(principal):
+                    return self.app(environ, start_response)
             return self.app(environ, start_response)
         if not protocol.reads_body:
             request.body = _read_body(environ)

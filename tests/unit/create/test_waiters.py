@@ -6,8 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from botocore.exceptions import ClientError
+
 from hypd.aws.dynamodb import Table
 from hypd.create.waiters import WaiterStore, on_cluster_state_change
+from hypd.errors import AwsAccessDenied
 
 EVENT = json.loads(
     (Path(__file__).resolve().parents[3] / "events"
@@ -82,3 +86,39 @@ def test_a_new_wait_replaces_the_operations_old_token(table: Table) -> None:
     on_cluster_state_change(EVENT, waiters, lambda: sfn)
 
     assert [token for token, _ in sfn.successes] == ["new"]
+
+
+class RefusingStepFunctions(FakeStepFunctions):
+    """Step Functions refusing the caller (IAM denied SendTaskSuccess, say)."""
+
+    def send_task_success(self, taskToken: str, output: str) -> None:  # noqa: N803
+        raise ClientError({"Error": {"Code": "AccessDeniedException",
+                                     "Message": "not authorized to perform: "
+                                                "states:SendTaskSuccess"}}, "SendTaskSuccess")
+
+
+def test_a_token_that_could_not_be_completed_stays_parked_for_the_retry(table: Table) -> None:
+    # Given a parked token and Step Functions refusing to complete it
+    waiters = WaiterStore(table)
+    waiters.park("hypd-demo", "op-1", "InService", "token-1", failure_states=("Failed",))
+
+    # When the state-change event arrives, the handler fails (so Lambda retries the event)...
+    with pytest.raises(AwsAccessDenied, match="states:SendTaskSuccess"):
+        on_cluster_state_change(EVENT, waiters, lambda: RefusingStepFunctions())
+
+    # ...and the token is still parked: the retry completes it, not the wait's slow poll
+    (waiter,) = waiters.waiting_for("hypd-demo")
+    assert waiter.task_token == "token-1"
+    sfn = FakeStepFunctions()
+    assert on_cluster_state_change(EVENT, waiters, lambda: sfn)["woken"] == ["op-1"]
+    assert [token for token, _output in sfn.successes] == ["token-1"]
+
+
+def test_a_token_parked_again_meanwhile_is_not_overwritten(table: Table) -> None:
+    waiters = WaiterStore(table)
+    old = waiters.park("hypd-demo", "op-1", "InService", "token-1")
+    assert waiters.take(old)
+    waiters.park("hypd-demo", "op-1", "InService", "token-2")  # the operation's next wait
+    waiters.put_back(old)
+    (waiter,) = waiters.waiting_for("hypd-demo")
+    assert waiter.task_token == "token-2"
