@@ -31,7 +31,9 @@ BUCKET = "hypd-least-data"
 def statements(template: dict[str, Any], function: str) -> list[dict[str, Any]]:
     """The statements of a function's inline policy (the one that is a document)."""
     policies = template["Resources"][function]["Properties"]["Policies"]
-    return next(p for p in policies if isinstance(p, dict) and "Statement" in p)["Statement"]
+    found: list[dict[str, Any]] = next(
+        p for p in policies if isinstance(p, dict) and "Statement" in p)["Statement"]
+    return found
 
 
 def without_statement(function: str, sid: str) -> Edit:
