@@ -222,3 +222,15 @@ def test_a_group_whose_execution_role_cannot_serve_its_instances_fails_the_clust
     assert described["ClusterStatus"] == "Failed"
     assert "Instance group 'workers'" in described["FailureMessage"]
     assert problem in described["FailureMessage"]
+
+
+def test_a_boundary_conditioned_on_the_clusters_tag_allows_only_tagged_clusters() -> None:
+    # Given template.yaml's boundary shape: the node actions on clusters tagged hypd:tag
+    bounded = {**NODE_ACTIONS, "Condition": {"StringLike": {"aws:ResourceTag/hypd:tag": "?*"}}}
+    role = Role(CLUSTER_ROLE, trust(), (policy(NODE_ACTIONS),), permissions_boundary=policy(
+        bounded))
+    # Then a hypd cluster may be autoscaled with it, another may not
+    assert autoscaling_role_problem(role, CLUSTER_ARN, {"hypd:tag": "train"}) is None
+    problem = autoscaling_role_problem(role, CLUSTER_ARN, {"team": "research"})
+    assert problem is not None
+    assert "permissions boundary" in problem

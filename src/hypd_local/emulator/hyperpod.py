@@ -793,7 +793,8 @@ class HyperPodEmulator:
         at = now + self.durations.autoscaling_enable
         problem = _take(self._fail_autoscaling, c.name)
         if problem is None and role is not None:
-            problem = autoscaling_role_problem(role, c.arn)
+            problem = autoscaling_role_problem(role, c.arn, {t["Key"]: t["Value"]
+                                                             for t in c.tags})
         c.autoscaling = dict(autoscaling)
         seq = self._next_seq
         c.autoscaling_status.schedule(

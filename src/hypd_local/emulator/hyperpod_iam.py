@@ -34,8 +34,10 @@ class Role:
     """The boundary policy's document; None when the role has no boundary."""
 
 
-def autoscaling_role_problem(role: Role, cluster_arn: str) -> str | None:
-    """Why HyperPod cannot use ``role`` to autoscale ``cluster_arn``, or None when it can."""
+def autoscaling_role_problem(role: Role, cluster_arn: str,
+                             tags: dict[str, str] | None = None) -> str | None:
+    """Why HyperPod cannot use ``role`` to autoscale ``cluster_arn`` (whose ``tags`` its
+    policies may condition on), or None when it can."""
     if not trusts(role.trust_policy, AUTOSCALING_PRINCIPAL, ASSUME_ROLE):
         return (
             f"The cluster role '{role.arn}' does not trust {AUTOSCALING_PRINCIPAL}: its trust "
@@ -43,6 +45,9 @@ def autoscaling_role_problem(role: Role, cluster_arn: str) -> str | None:
         )
     context = {"aws:resourceaccount": [cluster_arn.split(":")[4]],
                "aws:principalaccount": [role.arn.split(":")[4]]}
+    for key, value in (tags or {}).items():
+        context[f"aws:resourcetag/{key.lower()}"] = [value]
+        context[f"sagemaker:resourcetag/{key.lower()}"] = [value]
     decisions = {action: decide(list(role.policies), role.permissions_boundary,
                                 Request(action, cluster_arn, context))
                  for action in AUTOSCALING_ACTIONS}
