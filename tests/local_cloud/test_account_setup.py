@@ -5,6 +5,7 @@ may not create, roles that do not trust the service they are handed to, PassRole
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from hypd_local import LocalCloud
 from hypd_local.intrinsics import TemplateError
+from tests.support import service_role
 
 from .test_template import FUNCTION_FILES, write_template
 
@@ -181,3 +183,91 @@ def test_eks_wants_passrole_a_trusting_role_and_its_service_linked_role(bare_clo
     assert attempt("admin", [create, pass_eks, slr], eks_role) == {"ok": "c1"}
     linked = iam.get_role(RoleName="AWSServiceRoleForAmazonEKS")["Role"]
     assert linked["Path"] == "/aws-service-role/eks.amazonaws.com/"
+
+
+def test_each_service_refuses_in_its_own_words(bare_cloud: Any) -> None:
+    cloud = bare_cloud
+    session = session_for(cloud, "nothing", [{"Effect": "Allow", "Action": "sts:GetCallerIdentity",
+                                              "Resource": "*"}])
+
+    def error(call: Callable[[], Any]) -> dict[str, Any]:
+        with pytest.raises(ClientError) as refused:
+            call()
+        return {"code": refused.value.response["Error"]["Code"],
+                "status": refused.value.response["ResponseMetadata"]["HTTPStatusCode"],
+                "message": refused.value.response["Error"].get("Message", "")}
+
+    def client(service: str) -> Any:
+        return session.client(service, endpoint_url=cloud.aws_endpoint)
+
+    ec2 = error(lambda: client("ec2").describe_vpcs())
+    assert (ec2["code"], ec2["status"]) == ("UnauthorizedOperation", 403)
+    assert ec2["message"].startswith("You are not authorized to perform this operation. User:")
+    assert error(lambda: client("sns").publish(
+        TopicArn=f"arn:aws:sns:{cloud.region}:{cloud.account_id}:t", Message="m"))["code"] == (
+        "AuthorizationError")
+    assert error(lambda: client("iam").get_role(RoleName="reader"))["code"] == "AccessDenied"
+    assert error(lambda: client("dynamodb").list_tables())["code"] == "AccessDeniedException"
+    # a HEAD has no body: botocore takes the code from the status
+    assert error(lambda: client("s3").head_bucket(Bucket="b"))["code"] == "403"
+    # STS GetCallerIdentity needs no permission, as on AWS
+    assert session.client("sts", endpoint_url=cloud.aws_endpoint).get_caller_identity()[
+        "Arn"].endswith(":assumed-role/nothing/test")
+
+
+def test_a_tag_condition_sees_the_resources_tags_and_the_requests(bare_cloud: Any) -> None:
+    cloud = bare_cloud
+    ec2 = cloud.client("ec2")
+    tagged = ec2.create_vpc(CidrBlock="10.20.0.0/16", TagSpecifications=[{
+        "ResourceType": "vpc", "Tags": [{"Key": "hypd:tag", "Value": "x"}]}])["Vpc"]["VpcId"]
+    other = ec2.create_vpc(CidrBlock="10.21.0.0/16")["Vpc"]["VpcId"]
+    session = session_for(cloud, "subnets", [
+        {"Effect": "Allow", "Action": "ec2:CreateSubnet",
+         "Resource": f"arn:aws:ec2:{cloud.region}:{cloud.account_id}:subnet/*",
+         "Condition": {"StringLike": {"aws:RequestTag/hypd:role": "?*"}}},
+        {"Effect": "Allow", "Action": "ec2:CreateSubnet",
+         "Resource": f"arn:aws:ec2:{cloud.region}:{cloud.account_id}:vpc/*",
+         "Condition": {"StringLike": {"ec2:ResourceTag/hypd:tag": "?*"}}},
+        {"Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*",
+         "Condition": {"StringEquals": {"ec2:CreateAction": "CreateSubnet"}}},
+    ])
+    mine = session.client("ec2", endpoint_url=cloud.aws_endpoint)
+    role = [{"ResourceType": "subnet", "Tags": [{"Key": "hypd:role", "Value": "compute"}]}]
+
+    made = mine.create_subnet(VpcId=tagged, CidrBlock="10.20.1.0/24", TagSpecifications=role)
+    assert made["Subnet"]["VpcId"] == tagged
+    with pytest.raises(ClientError, match=f"on resource: arn:aws:ec2:.*:vpc/{other}"):
+        mine.create_subnet(VpcId=other, CidrBlock="10.21.1.0/24", TagSpecifications=role)
+    with pytest.raises(ClientError, match=r"ec2:CreateSubnet on resource: .*:subnet/\*"):
+        mine.create_subnet(VpcId=tagged, CidrBlock="10.20.2.0/24")  # no hypd:role tag
+
+
+def test_a_request_the_local_cloud_cannot_read_is_refused_not_let_through(
+    bare_cloud: Any,
+) -> None:
+    session = session_for(bare_cloud, "everything", [{"Effect": "Allow", "Action": "*",
+                                                       "Resource": "*"}])
+    kms = session.client("kms", endpoint_url=bare_cloud.aws_endpoint)
+    with pytest.raises(ClientError, match="does not authorise requests to kms"):
+        kms.list_keys()
+
+
+def test_hyperpod_needs_its_service_linked_role_or_the_permission_to_make_it(
+    bare_cloud: Any,
+) -> None:
+    cloud = bare_cloud
+    execution = service_role(cloud, "hp-execution", "sagemaker.amazonaws.com")
+    session = session_for(cloud, "hp-no-slr", [
+        {"Effect": "Allow", "Action": ["sagemaker:CreateCluster", "sagemaker:AddTags",
+                                       "iam:PassRole", "eks:*"], "Resource": "*"}])
+    with pytest.raises(ClientError) as refused:
+        session.client("sagemaker", endpoint_url=cloud.aws_endpoint).create_cluster(
+            ClusterName="hp", InstanceGroups=[{
+                "InstanceGroupName": "g", "InstanceType": "ml.g5.8xlarge", "InstanceCount": 1,
+                "ExecutionRole": execution,
+                "LifeCycleConfig": {"SourceS3Uri": "s3://b/l/", "OnCreate": "on_create.sh"}}])
+    error = refused.value.response["Error"]
+    assert error["Code"] == "AccessDeniedException"
+    assert ("iam:CreateServiceLinkedRole on resource: arn:aws:iam::123456789012:role/"
+            "aws-service-role/hyperpod.sagemaker.amazonaws.com/"
+            "AWSServiceRoleForSageMakerHyperPod") in error["Message"]
