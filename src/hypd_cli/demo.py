@@ -13,7 +13,9 @@ import argparse
 import contextlib
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -108,32 +110,61 @@ def _demo(template: Path, region: str, tag: str, out: TextIO) -> int:
         api = ApiClient(cloud.api_url)
         body = demo_request(api, tag, DEMO_BUCKET)
         say(f"Catalogue: {DEMO_INSTANCE_TYPE} is offered in {body['availabilityZone']}")
-        try:
-            accepted = api.post("/clusters", body)
-        except ApiError as exc:
-            say(f"create was refused: {exc}")
-            return 1
-        operation_id = accepted["operationId"]
-        say(f"POST /clusters -> 202 {operation_id}")
-        operation = follow(api, cloud, operation_id, timeout=600)
-        say()
-        say(f"Operation {operation_id} ({operation['kind']}): {operation['status']}")
-        say(stage_table(operation))
-        if operation["status"] != "SUCCEEDED":
-            error = operation.get("error") or {}
-            say(f"\nFailed: {error.get('code')}: {error.get('message')}")
-            say(f"Resume it with POST /operations/{operation_id}/retry")
-            return 1
-        say()
-        say(summary_table(operation.get("output") or {}))
-        total = sum(
-            (s.get("seconds") or 0) for s in (operation.get("output") or {}).get("stages") or []
-        )
-        say(
-            f"\nDone: cluster {tag} created in {_duration(total)} of virtual time "
-            f"({time.monotonic() - started:.1f} s real); REST API was {cloud.api_url}"
-        )
+        identities = IdentityTally()
+        with cloud.watch_authorizations(identities):
+            try:
+                accepted = api.post("/clusters", body)
+            except ApiError as exc:
+                say(f"create was refused: {exc}")
+                return 1
+            operation_id = accepted["operationId"]
+            say(f"POST /clusters -> 202 {operation_id}")
+            operation = follow(api, cloud, operation_id, timeout=600)
+            say()
+            say(f"Operation {operation_id} ({operation['kind']}): {operation['status']}")
+            say(stage_table(operation))
+            if operation["status"] != "SUCCEEDED":
+                error = operation.get("error") or {}
+                say(f"\nFailed: {error.get('code')}: {error.get('message')}")
+                say(f"\n{identities.summary()}")
+                say(f"Resume it with POST /operations/{operation_id}/retry")
+                return 1
+            output = operation.get("output") or {}
+            say()
+            say(summary_table(output))
+            say(f"\n{identities.summary()}")
+            total = sum((s.get("seconds") or 0) for s in output.get("stages") or [])
+            say(
+                f"\nDone: cluster {tag} created in {_duration(total)} of virtual time "
+                f"({time.monotonic() - started:.1f} s real); REST API was {cloud.api_url}"
+            )
     return 0
+
+
+class IdentityTally:
+    """The local cloud's authorisations while the create ran: per role, and what IAM denied."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.denied: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, authorization: Any) -> None:
+        role = authorization.principal.arn.rsplit("/", 1)[-1]
+        with self._lock:
+            self.calls[role] += 1
+            if authorization.denial is not None:
+                self.denied.append(authorization.denial.message)
+
+    def summary(self) -> str:
+        """Two lines: the count and what was denied, then the calls per role."""
+        denied = f"{len(self.denied)} denied: " + "; ".join(self.denied) if self.denied else (
+            "none denied")
+        roles = ", ".join(f"{role} {count}" for role, count in self.calls.most_common())
+        return (
+            f"IAM: {sum(self.calls.values())} AWS calls, each authorised as the role of the "
+            f"function or state machine that made it; {denied}\n  {roles}"
+        )
 
 
 def _duration(seconds: float) -> str:

@@ -16,6 +16,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -37,7 +38,7 @@ from hypd_local.eventbus import (
     EventDelivery,
     execution_status_detail,
 )
-from hypd_local.iam.enforce import current_caller
+from hypd_local.iam.enforce import Authorization, current_caller
 from hypd_local.iam.stacks import StackResource, stack_calls
 from hypd_local.lambdas import FunctionNotFound, Invocation, LambdaRuntime
 from hypd_local.provision import provision
@@ -409,6 +410,14 @@ class LocalCloud:
         """Put an event on a bus as an AWS service would (e.g. a HyperPod state change)."""
         self.delivery.put_event(source=source, detail_type=detail_type, detail=detail,
                                 resources=resources, event_bus=event_bus)
+
+    def watch_authorizations(
+        self, observer: Callable[[Authorization], None]
+    ) -> AbstractContextManager[None]:
+        """Call ``observer`` after every authorisation of a function's (or state machine's,
+        or stack role's) request while the block runs: principal, API call, checks, denial."""
+        assert self.emulation is not None, "the local cloud is not started"
+        return self.emulation.enforcer.watch(observer)
 
     def wait_for_executions(self, timeout: float = 30.0) -> None:
         """Block until no execution, event delivery or async invocation is running.

@@ -42,7 +42,7 @@ def calls_by_function(cloud: Any) -> Iterator[Calls]:
         elif function is not None:
             calls.by_function[function].add(authorization.operation)
 
-    with cloud.emulation.enforcer.watch(observe):
+    with cloud.watch_authorizations(observe):
         yield calls
 
 
