@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import boto3
 import pytest
 
 from hypd_cli.api_client import ApiClient
@@ -185,3 +186,35 @@ def _seconds(stage: dict[str, Any]) -> float:
     started = datetime.fromisoformat(stage["startedAt"])
     ended = datetime.fromisoformat(stage["endedAt"])
     return (ended - started).total_seconds()
+
+
+def test_hyperpod_grants_reach_only_clusters_with_a_hypd_tag(cloud: Any) -> None:
+    """The HyperPod actions on ``cluster/*`` are narrowed by ``aws:ResourceTag/hypd:tag``:
+    a HyperPod cluster of the account that hypd did not make is out of the functions' reach."""
+    from botocore.exceptions import ClientError
+
+    from hypd_local.seed import ClusterSeed, seed_clusters
+
+    foreign, ours = seed_clusters(cloud, [ClusterSeed("theirs"),
+                                          ClusterSeed("hypd-ours", tags={"hypd:tag": "ours"})])
+    role = cloud.client("iam").get_role(
+        RoleName=cloud.resources["CapacityTasksFunctionRole"])["Role"]["Arn"]
+    keys = cloud.role_session(role, "lambda.amazonaws.com", "hypd-CapacityTasksFunction"
+                              ).credentials.get_frozen_credentials()
+    sagemaker = boto3.Session(
+        aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key,
+        aws_session_token=keys.token, region_name=cloud.region,
+    ).client("sagemaker", endpoint_url=cloud.aws_endpoint)
+
+    assert sagemaker.describe_cluster(ClusterName=ours.name)["ClusterName"] == ours.name
+    assert sagemaker.list_cluster_nodes(ClusterName=ours.name)["ClusterNodeSummaries"]
+    for call in (lambda: sagemaker.describe_cluster(ClusterName=foreign.name),
+                 lambda: sagemaker.list_cluster_nodes(ClusterName=foreign.name),
+                 lambda: sagemaker.batch_reboot_cluster_nodes(ClusterName=foreign.name,
+                                                           NodeIds=["i-0123456789abcdef0"])):
+        with pytest.raises(ClientError) as refused:
+            call()
+        error = refused.value.response["Error"]
+        assert error["Code"] == "AccessDeniedException"
+        assert f"on resource: {foreign.hyperpod_arn}" in error["Message"]
+        assert "assumed-role/hypd-CapacityTasksFunctionRole/" in error["Message"]
