@@ -208,12 +208,13 @@ def test_hyperpod_grants_reach_only_clusters_with_a_hypd_tag(cloud: Any) -> None
 
     assert sagemaker.describe_cluster(ClusterName=ours.name)["ClusterName"] == ours.name
     assert sagemaker.list_cluster_nodes(ClusterName=ours.name)["ClusterNodeSummaries"]
-    for call in (lambda: sagemaker.describe_cluster(ClusterName=foreign.name),
-                 lambda: sagemaker.list_cluster_nodes(ClusterName=foreign.name),
-                 lambda: sagemaker.batch_reboot_cluster_nodes(ClusterName=foreign.name,
-                                                           NodeIds=["i-0123456789abcdef0"])):
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("describe_cluster", {}), ("list_cluster_nodes", {}),
+        ("batch_reboot_cluster_nodes", {"NodeIds": ["i-0123456789abcdef0"]}),
+    ]
+    for method, arguments in calls:
         with pytest.raises(ClientError) as refused:
-            call()
+            getattr(sagemaker, method)(ClusterName=foreign.name, **arguments)
         error = refused.value.response["Error"]
         assert error["Code"] == "AccessDeniedException"
         assert f"on resource: {foreign.hyperpod_arn}" in error["Message"]
