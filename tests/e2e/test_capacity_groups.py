@@ -263,3 +263,56 @@ def test_the_hyperpod_wait_is_woken_by_the_state_change_event(api: ApiClient, cl
     assert took == update
     assert hyperpod["attempts"] == 1
     assert CLUSTER in str(added["output"]) or added["output"]["instanceGroup"]["name"] == "more"
+
+
+def test_a_hyperpod_cluster_deleted_outside_hypd_is_named_not_an_access_error(
+    api: ApiClient, cloud: Any
+) -> None:
+    # Given a created cluster whose HyperPod cluster someone deleted with the console
+    created_cluster(api, cloud, group_body(count=1))
+    sagemaker = cloud.client("sagemaker")
+    sagemaker.delete_cluster(ClusterName=CLUSTER)
+    cloud.clock.advance(3600)
+    assert CLUSTER not in {c["ClusterName"] for c in sagemaker.list_clusters()["ClusterSummaries"]}
+
+    # When a group is added, or the groups and nodes are listed
+    # Then the API says the HyperPod cluster is missing (its DescribeCluster sees the cluster
+    # does not exist; a grant conditioned on the cluster's tags would make it AccessDenied)
+    for call in (
+        lambda: api.call("addInstanceGroup", tag=TAG, body=group_body(name="more")),
+        lambda: api.call("listInstanceGroups", tag=TAG),
+    ):
+        with pytest.raises(ApiError) as raised:
+            call()
+        assert (raised.value.status, raised.value.code) == (409, "HyperPodClusterMissing"), (
+            raised.value.message)
+        assert "deleted outside hypd" in raised.value.message
+
+
+def test_a_dedicated_subnet_in_a_vpc_without_its_s3_endpoint_gets_one(
+    api: ApiClient, cloud: Any
+) -> None:
+    # Given a cluster whose VPC lost its S3 gateway endpoint
+    created_cluster(api, cloud, group_body(count=1))
+    ec2 = cloud.client("ec2")
+    vpc_id = stages(operations_of(api)[0])["network"]["output"]["vpcId"]
+    endpoints = ec2.describe_vpc_endpoints(
+        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
+    for endpoint in endpoints:  # its routes first (moto's delete trips over them)
+        ec2.modify_vpc_endpoint(VpcEndpointId=endpoint["VpcEndpointId"],
+                                RemoveRouteTableIds=endpoint["RouteTableIds"])
+    ec2.delete_vpc_endpoints(VpcEndpointIds=[e["VpcEndpointId"] for e in endpoints])
+
+    # When a group with a dedicated subnet is added
+    added = add(api, cloud, name="big", count=1, dedicatedSubnet=True)
+
+    # Then the capacity function made the endpoint, on the new subnet's route table (EC2
+    # authorises CreateVpcEndpoint on that route table by its tags, not the request's)
+    assert added["status"] == "SUCCEEDED", added.get("error")
+    subnet_id = stages(added)["network"]["output"]["subnetId"]
+    table = ec2.describe_route_tables(Filters=[
+        {"Name": "association.subnet-id", "Values": [subnet_id]}])["RouteTables"][0]
+    made = [e for e in ec2.describe_vpc_endpoints(
+        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
+        if e["VpcEndpointId"] not in {old["VpcEndpointId"] for old in endpoints}]
+    assert [e["RouteTableIds"] for e in made] == [[table["RouteTableId"]]], made

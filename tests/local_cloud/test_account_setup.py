@@ -15,6 +15,8 @@ from botocore.exceptions import ClientError
 
 from hypd_local import LocalCloud
 from hypd_local.intrinsics import TemplateError
+from hypd_local.template import Stack
+from tests.conftest import ROOT
 from tests.support import service_role
 
 from .test_template import FUNCTION_FILES, write_template
@@ -271,3 +273,18 @@ def test_hyperpod_needs_its_service_linked_role_or_the_permission_to_make_it(
     assert ("iam:CreateServiceLinkedRole on resource: arn:aws:iam::123456789012:role/"
             "aws-service-role/hyperpod.sagemaker.amazonaws.com/"
             "AWSServiceRoleForSageMakerHyperPod") in error["Message"]
+
+
+def test_the_stack_keeps_an_existing_logging_role_or_makes_one_it_retains() -> None:
+    template = ROOT / "template.yaml"
+    made = Stack(template)
+    assert "ApiGatewayCloudWatchRole" in made.roles
+    assert made.api_accounts["ApiGatewayAccount"].cloudwatch_role_arn.endswith(
+        ":role/hypd-ApiGatewayCloudWatchRole")
+    # deleting the stack must not leave the Region's setting naming a deleted role
+    assert made.template["Resources"]["ApiGatewayCloudWatchRole"]["DeletionPolicy"] == "Retain"
+
+    existing = "arn:aws:iam::123456789012:role/team-apigateway-logs"
+    kept = Stack(template, parameters={"ApiGatewayCloudWatchRoleArn": existing})
+    assert "ApiGatewayCloudWatchRole" not in kept.roles
+    assert kept.api_accounts["ApiGatewayAccount"].cloudwatch_role_arn == existing
