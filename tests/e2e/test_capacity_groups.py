@@ -278,12 +278,11 @@ def test_a_hyperpod_cluster_deleted_outside_hypd_is_named_not_an_access_error(
     # When a group is added, or the groups and nodes are listed
     # Then the API says the HyperPod cluster is missing (its DescribeCluster sees the cluster
     # does not exist; a grant conditioned on the cluster's tags would make it AccessDenied)
-    for call in (
-        lambda: api.call("addInstanceGroup", tag=TAG, body=group_body(name="more")),
-        lambda: api.call("listInstanceGroups", tag=TAG),
-    ):
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("addInstanceGroup", {"body": group_body(name="more")}), ("listInstanceGroups", {})]
+    for operation, arguments in calls:
         with pytest.raises(ApiError) as raised:
-            call()
+            api.call(operation, tag=TAG, **arguments)
         assert (raised.value.status, raised.value.code) == (409, "HyperPodClusterMissing"), (
             raised.value.message)
         assert "deleted outside hypd" in raised.value.message

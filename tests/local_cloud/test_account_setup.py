@@ -279,7 +279,7 @@ def test_the_stack_keeps_an_existing_logging_role_or_makes_one_it_retains() -> N
     template = ROOT / "template.yaml"
     made = Stack(template)
     assert "ApiGatewayCloudWatchRole" in made.roles
-    assert made.api_accounts["ApiGatewayAccount"].cloudwatch_role_arn.endswith(
+    assert str(made.api_accounts["ApiGatewayAccount"].cloudwatch_role_arn).endswith(
         ":role/hypd-ApiGatewayCloudWatchRole")
     # deleting the stack must not leave the Region's setting naming a deleted role
     assert made.template["Resources"]["ApiGatewayCloudWatchRole"]["DeletionPolicy"] == "Retain"
