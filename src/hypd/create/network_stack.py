@@ -30,7 +30,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hypd.aws import cloudformation as cfn_api
 from hypd.aws.cloudformation import Stack
-from hypd.aws.partitions import gateway_endpoint_service
 from hypd.catalog.models import AvailabilityZone
 from hypd.clusters.models import HYPD_TAG_KEY
 from hypd.errors import PermanentError
@@ -248,13 +247,11 @@ def _control_plane_resources(tag: str, index: int, zone: str, cidr: str) -> dict
 
 
 def network_stack_template(
-    tag: str, zones: Sequence[str], *, region: str, vpc_cidr: str = DEFAULT_VPC_CIDR
+    tag: str, zones: Sequence[str], *, vpc_cidr: str = DEFAULT_VPC_CIDR
 ) -> dict[str, Any]:
     """The network stack's CloudFormation template (serialise it with `json.dumps`).
 
-    `zones` are the two control-plane zones, the cluster's first (`control_plane_zones`);
-    `region` is the stack's (the S3 gateway endpoint's service is named after it, the way
-    AWS names it in the Region's partition: `partitions.gateway_endpoint_service`).
+    `zones` are the two control-plane zones, the cluster's first (`control_plane_zones`).
     """
     if len(zones) != 2 or zones[0] == zones[1]:
         raise ValueError(f"the network stack needs two different zones, not {list(zones)}")
@@ -317,7 +314,9 @@ def network_stack_template(
             "Properties": {
                 "VpcId": vpc,
                 "VpcEndpointType": "Gateway",
-                "ServiceName": gateway_endpoint_service(region, "s3"),
+                # A gateway endpoint's service is com.amazonaws.<region>.<service> in every
+                # partition, China's included (`partitions.gateway_endpoint_service`).
+                "ServiceName": {"Fn::Sub": "com.amazonaws.${AWS::Region}.s3"},
                 "RouteTableIds": [
                     {"Ref": "ControlPlaneRouteTable1"},
                     {"Ref": "ControlPlaneRouteTable2"},
@@ -540,8 +539,7 @@ def ensure_network_stack(
     if stack is not None and replace_failed and stack.status == "DELETE_IN_PROGRESS":
         return NetworkStack(ready=False, status=stack.status, stack_name=name)
     if stack is None:
-        template = network_stack_template(tag, zones, region=cfn.meta.region_name,
-                                          vpc_cidr=vpc_cidr)
+        template = network_stack_template(tag, zones, vpc_cidr=vpc_cidr)
         cfn_api.create_stack(
             cfn,
             name,
