@@ -3,6 +3,7 @@ a stubbed CloudFormation client."""
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 from collections.abc import Iterator
@@ -29,7 +30,6 @@ from hypd.create.network_stack import (
     UnknownZone,
     control_plane_moved,
     control_plane_zones,
-    delete_failed_stack,
     ensure_network_stack,
     known_unsupported_zones,
     move_control_plane,
@@ -359,6 +359,27 @@ def test_fewer_than_two_accepted_zones_cannot_be_moved_to(template: dict[str, An
         control_plane_moved(template, TAG, ["us-west-2a"])
 
 
+def test_a_new_subnet_skips_taken_blocks_and_fails_when_the_last_20_is_full(
+    template: dict[str, Any],
+) -> None:
+    def with_subnets(*cidrs: str) -> dict[str, Any]:
+        filled = copy.deepcopy(template)
+        for index, cidr in enumerate(cidrs):
+            filled["Resources"][f"Other{index}"] = {
+                "Type": "AWS::EC2::Subnet", "Properties": {"CidrBlock": cidr}}
+        return filled
+
+    # Given a subnet of another size on 10.0.244.0/23: the new /24 is the next one free
+    moved = control_plane_moved(with_subnets("10.0.244.0/23"), TAG, ["us-west-2a", "us-west-2c"])
+    assert moved is not None
+    assert moved["Resources"]["ControlPlaneSubnet3"]["Properties"]["CidrBlock"] == "10.0.246.0/24"
+    # And with the rest of the last /20 taken, there is no room
+    full = with_subnets("10.0.244.0/22", "10.0.248.0/21")
+    with pytest.raises(NetworkStackFailed, match=r"no free /24 left in 10\.0\.240\.0/20") as caught:
+        control_plane_moved(full, TAG, ["us-west-2a", "us-west-2c"])
+    assert caught.value.details["awsErrorCode"] == "NoFreeBlock"
+
+
 # ---------------------------------------------------------------------------- check policy
 def test_first_check_is_at_the_expected_end() -> None:
     assert EXPECTED_STACK_SECONDS == 180
@@ -613,14 +634,14 @@ def test_the_retry_path_waits_for_the_deletion(cfn: tuple[Any, Stubber]) -> None
     assert (again.ready, again.status) == (False, "DELETE_IN_PROGRESS")
 
 
-def test_delete_failed_stack_deletes_only_failed_creations(cfn: tuple[Any, Stubber]) -> None:
+def test_the_retry_path_leaves_healthy_and_busy_stacks_alone(cfn: tuple[Any, Stubber]) -> None:
+    # The Stubber fails on any call not queued: no DeleteStack for these
     client, stub = cfn
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS))
-    stub.add_response("describe_stacks", described("CREATE_IN_PROGRESS"))
-    missing(stub)
-    stub.add_response("describe_stacks", described("ROLLBACK_COMPLETE"))
-    stub.add_response("delete_stack", {}, {"StackName": NAME})
-    assert [delete_failed_stack(client, TAG) for _ in range(4)] == [False, False, False, True]
+    stub.add_response("describe_stacks", described("UPDATE_IN_PROGRESS"))
+    ready = ensure_network_stack(client, TAG, ZONES, "t", replace_failed=True)
+    busy = ensure_network_stack(client, TAG, ZONES, "t", replace_failed=True)
+    assert (ready.ready, busy.ready, busy.status) == (True, False, "UPDATE_IN_PROGRESS")
 
 
 def test_throttling_is_a_temporary_error(cfn: tuple[Any, Stubber]) -> None:
