@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import ipaddress
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -517,7 +517,7 @@ def next_check_seconds(elapsed_seconds: float) -> int:
 def ensure_network_stack(
     cfn: Any,
     tag: str,
-    zones: Sequence[str],
+    zones: Callable[[], Sequence[str]],
     client_token: str,
     *,
     replace_failed: bool = False,
@@ -526,6 +526,8 @@ def ensure_network_stack(
 ) -> NetworkStack:
     """The cluster's network stack, created if missing; inspect before create.
 
+    `zones()` answers the two control-plane zones (`control_plane_zones`); it is called only
+    when the stack has to be created, so a look at an existing stack costs no zone lookup.
     A ready stack is reused as it is (its template is not compared); one being created is
     reported not ready. A failed stack raises `NetworkStackFailed`, unless `replace_failed`
     (the retry path) and its creation failed: then it is deleted and, once gone, created anew;
@@ -544,7 +546,7 @@ def ensure_network_stack(
     if stack is not None and replace_failed and stack.status == "DELETE_IN_PROGRESS":
         return NetworkStack(ready=False, status=stack.status, stack_name=name)
     if stack is None:
-        template = network_stack_template(tag, zones, vpc_cidr=vpc_cidr)
+        template = network_stack_template(tag, zones(), vpc_cidr=vpc_cidr)
         cfn_api.create_stack(
             cfn,
             name,

@@ -44,6 +44,14 @@ from tests.unit.support import REGION
 
 TAG = "demo"
 ZONES = ("us-west-2a", "us-west-2b")
+
+
+def zones() -> tuple[str, str]:
+    return ZONES
+
+
+def no_zones() -> tuple[str, str]:
+    raise AssertionError("the zones are needed only to create the stack")
 NAME = "hypd-demo-network"
 STACK_ID = f"arn:aws:cloudformation:{REGION}:123456789012:stack/{NAME}/0f0e"
 OUTPUTS = {
@@ -478,7 +486,7 @@ def test_a_missing_stack_is_created_with_the_template_and_tag(cfn: tuple[Any, St
         },
     )
     stub.add_response("describe_stacks", described("CREATE_IN_PROGRESS"))
-    stack = ensure_network_stack(client, TAG, ZONES, "op-1-network")
+    stack = ensure_network_stack(client, TAG, zones, "op-1-network")
     assert stack == NetworkStack(
         ready=False, status="CREATE_IN_PROGRESS", stack_name=NAME, stack_id=STACK_ID
     )
@@ -491,7 +499,7 @@ def test_a_stack_created_meanwhile_is_success(cfn: tuple[Any, Stubber]) -> None:
     missing(stub)
     stub.add_client_error("create_stack", service_error_code="AlreadyExistsException")
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS))
-    assert ensure_network_stack(client, TAG, ZONES, "op-1-network").ready
+    assert ensure_network_stack(client, TAG, zones, "op-1-network").ready
 
 
 def test_a_stack_not_yet_visible_after_create_is_in_progress(cfn: tuple[Any, Stubber]) -> None:
@@ -499,7 +507,7 @@ def test_a_stack_not_yet_visible_after_create_is_in_progress(cfn: tuple[Any, Stu
     missing(stub)
     stub.add_response("create_stack", {"StackId": STACK_ID})
     missing(stub)
-    stack = ensure_network_stack(client, TAG, ZONES, "op-1-network")
+    stack = ensure_network_stack(client, TAG, zones, "op-1-network")
     assert (stack.ready, stack.status) == (False, "CREATE_IN_PROGRESS")
 
 
@@ -507,7 +515,7 @@ def test_a_stack_not_yet_visible_after_create_is_in_progress(cfn: tuple[Any, Stu
 def test_a_ready_stack_is_reused_with_its_outputs(cfn: tuple[Any, Stubber], status: str) -> None:
     client, stub = cfn
     stub.add_response("describe_stacks", described(status, OUTPUTS), {"StackName": NAME})
-    stack = ensure_network_stack(client, TAG, ZONES, "op-1-network")
+    stack = ensure_network_stack(client, TAG, no_zones, "op-1-network")
     assert stack.model_dump(by_alias=True) == {
         "ready": True,
         "status": status,
@@ -574,7 +582,7 @@ def test_a_failed_stack_raises_with_its_first_failure(
         {"StackName": STACK_ID},
     )
     with pytest.raises(NetworkStackFailed) as caught:
-        ensure_network_stack(client, TAG, ZONES, "op-1-network")
+        ensure_network_stack(client, TAG, no_zones, "op-1-network")
     error = caught.value
     assert isinstance(error, PermanentError)
     assert error.details["awsErrorCode"] == status
@@ -618,7 +626,7 @@ def test_the_retry_path_replaces_a_rolled_back_stack(cfn: tuple[Any, Stubber]) -
     missing(stub)  # gone at once (its resources were already rolled back)
     stub.add_response("create_stack", {"StackId": STACK_ID})
     stub.add_response("describe_stacks", described("CREATE_IN_PROGRESS"))
-    stack = ensure_network_stack(client, TAG, ZONES, "op-1-r1-network", replace_failed=True)
+    stack = ensure_network_stack(client, TAG, zones, "op-1-r1-network", replace_failed=True)
     assert (stack.ready, stack.status) == (False, "CREATE_IN_PROGRESS")
 
 
@@ -628,8 +636,8 @@ def test_the_retry_path_waits_for_the_deletion(cfn: tuple[Any, Stubber]) -> None
     stub.add_response("delete_stack", {})
     stub.add_response("describe_stacks", described("DELETE_IN_PROGRESS"))
     stub.add_response("describe_stacks", described("DELETE_IN_PROGRESS"))
-    first = ensure_network_stack(client, TAG, ZONES, "t", replace_failed=True)
-    again = ensure_network_stack(client, TAG, ZONES, "t", replace_failed=True)
+    first = ensure_network_stack(client, TAG, no_zones, "t", replace_failed=True)
+    again = ensure_network_stack(client, TAG, no_zones, "t", replace_failed=True)
     assert (first.ready, first.status) == (False, "DELETE_IN_PROGRESS")
     assert (again.ready, again.status) == (False, "DELETE_IN_PROGRESS")
 
@@ -639,8 +647,8 @@ def test_the_retry_path_leaves_healthy_and_busy_stacks_alone(cfn: tuple[Any, Stu
     client, stub = cfn
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS))
     stub.add_response("describe_stacks", described("UPDATE_IN_PROGRESS"))
-    ready = ensure_network_stack(client, TAG, ZONES, "t", replace_failed=True)
-    busy = ensure_network_stack(client, TAG, ZONES, "t", replace_failed=True)
+    ready = ensure_network_stack(client, TAG, no_zones, "t", replace_failed=True)
+    busy = ensure_network_stack(client, TAG, no_zones, "t", replace_failed=True)
     assert (ready.ready, busy.ready, busy.status) == (True, False, "UPDATE_IN_PROGRESS")
 
 
@@ -648,7 +656,7 @@ def test_throttling_is_a_temporary_error(cfn: tuple[Any, Stubber]) -> None:
     client, stub = cfn
     stub.add_client_error("describe_stacks", service_error_code="Throttling", http_status_code=400)
     with pytest.raises(AwsThrottled, match=f"describing stack {NAME}: Throttling"):
-        ensure_network_stack(client, TAG, ZONES, "t")
+        ensure_network_stack(client, TAG, no_zones, "t")
 
 
 def test_a_server_error_on_create_is_a_temporary_error(cfn: tuple[Any, Stubber]) -> None:
@@ -658,7 +666,7 @@ def test_a_server_error_on_create_is_a_temporary_error(cfn: tuple[Any, Stubber])
         "create_stack", service_error_code="InternalFailure", http_status_code=500
     )
     with pytest.raises(AwsUnavailable, match=f"creating stack {NAME}"):
-        ensure_network_stack(client, TAG, ZONES, "t")
+        ensure_network_stack(client, TAG, zones, "t")
 
 
 def test_other_validation_errors_are_not_a_missing_stack(cfn: tuple[Any, Stubber]) -> None:
