@@ -690,6 +690,26 @@ def test_failure_reason_of_a_vanished_stack_is_empty(cfn: tuple[Any, Stubber]) -
     assert cfn_api.stack_failure_reason(client, NAME) == ""
 
 
+def test_the_failure_reason_is_the_latest_operations_not_an_earlier_ones(
+    cfn: tuple[Any, Stubber],
+) -> None:
+    # Given two updates that rolled back, newest first (a page that would go on)
+    client, stub = cfn
+    stack_event = "AWS::CloudFormation::Stack"
+    stub.add_response("describe_stack_events", {"NextToken": "older", "StackEvents": [
+        event("UPDATE_ROLLBACK_COMPLETE", NAME, "", stack_event),
+        event("UPDATE_FAILED", "ControlPlaneSubnet4", "The CIDR '10.0.245.0/24' conflicts",
+              "AWS::EC2::Subnet"),
+        event("UPDATE_IN_PROGRESS", NAME, "User Initiated", stack_event),
+        event("UPDATE_ROLLBACK_COMPLETE", NAME, "", stack_event),
+        event("UPDATE_FAILED", "ControlPlaneSubnet3", "Not authorized", "AWS::EC2::Subnet"),
+    ]}, {"StackName": STACK_ID})
+    # Then the reason is the second update's, and the older pages are not read (the Stubber
+    # fails any call not queued)
+    assert cfn_api.stack_failure_reason(client, STACK_ID) == (
+        "ControlPlaneSubnet4: The CIDR '10.0.245.0/24' conflicts")
+
+
 # ---------------------------------------------------------------------------- moving, on AWS
 ROLE = f"arn:aws:iam::123456789012:role/{NAME}-role"
 
