@@ -30,8 +30,8 @@ def test_stack_is_created_once_and_read_back_ready(cloud: Any) -> None:
     assert zones == (f"{cloud.region}a", f"{cloud.region}b")
 
     # When the stage ensures the stack twice (a retried task) and checks it after the wait
-    first = ensure_network_stack(cfn, TAG, zones, "op-1-network")
-    second = ensure_network_stack(cfn, TAG, zones, "op-1-network")
+    first = ensure_network_stack(cfn, TAG, lambda: zones, "op-1-network")
+    second = ensure_network_stack(cfn, TAG, lambda: zones, "op-1-network")
     stack = read_network_stack(cfn, TAG)
 
     # Then there is one stack, ready, with every output
@@ -80,7 +80,7 @@ def test_stack_is_created_once_and_read_back_ready(cloud: Any) -> None:
 def test_compute_subnet_is_carved_below_the_stacks_subnets(cloud: Any) -> None:
     cfn, ec2 = cloud.client("cloudformation"), cloud.client("ec2")
     zones = zones_of(cloud)
-    stack = ensure_network_stack(cfn, TAG, zones, "op-2-network")
+    stack = ensure_network_stack(cfn, TAG, lambda: zones, "op-2-network")
     assert stack.ready
     assert stack.vpc_id is not None
 

@@ -424,11 +424,17 @@ def test_no_kubernetes_version_resolves_to_hypds_pinned_default() -> None:
 
 
 def test_an_operation_recorded_without_a_version_gets_the_default_on_resume() -> None:
-    # Given an operation input written before hypd pinned the version (null)
+    # Given an operation input written before hypd pinned the version: stored without None
+    # fields (the API writes inputs with exclude_none), so without a version, or with null
     recorded = resolve(body()).model_dump(mode="json", by_alias=True)
-    recorded["kubernetesVersion"] = None
+    absent = {k: v for k, v in recorded.items() if k != "kubernetesVersion"}
+    null = {**recorded, "kubernetesVersion": None}
     # Then reading it back gives the default, so a retried eks stage pins it too
-    assert ResolvedCreate.model_validate(recorded).kubernetes_version == DEFAULT_KUBERNETES_VERSION
+    for stored in (absent, null):
+        resumed = ResolvedCreate.model_validate(stored)
+        assert resumed.kubernetes_version == DEFAULT_KUBERNETES_VERSION
+    # And the resolved request's own dump always carries it
+    assert recorded["kubernetesVersion"] == DEFAULT_KUBERNETES_VERSION
 
 
 def test_duplicate_group_names_are_all_reported() -> None:

@@ -126,6 +126,9 @@ def update_stack(
     try:
         client.update_stack(**kwargs)
     except ClientError as exc:
+        # CloudFormation has no error code of its own for an update that changes nothing: it
+        # answers ValidationError, as for a malformed request, and only the message tells
+        # them apart. So this one answer is recognised by its text.
         message = str(exc.response.get("Error", {}).get("Message", ""))
         if error_code(exc) == "ValidationError" and "No updates are to be performed" in message:
             return False
@@ -143,21 +146,37 @@ def delete_stack(client: Any, name: str) -> None:
         raise translate(exc, f"deleting stack {name}") from exc
 
 
-def stack_failure_reason(client: Any, name: str) -> str:
-    """Why the stack failed: the earliest resource event in a *_FAILED state (the root cause;
-    later ones mostly say "Resource creation cancelled"), else the stack's own status reason,
-    else ""."""
+_OPERATION_STARTS = frozenset({"CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "DELETE_IN_PROGRESS"})
+"""The stack's own event that begins one of its operations (its resources' events follow)."""
 
-    def every_event() -> list[Any]:
+
+def _starts_operation(event: dict[str, Any]) -> bool:
+    return (
+        event.get("ResourceType") == "AWS::CloudFormation::Stack"
+        and event.get("LogicalResourceId") == event.get("StackName")
+        and event.get("ResourceStatus") in _OPERATION_STARTS
+    )
+
+
+def stack_failure_reason(client: Any, name: str) -> str:
+    """Why the stack's latest operation failed: the earliest resource event in a *_FAILED state
+    since that operation began (the root cause; later ones mostly say "Resource creation
+    cancelled"; failures of earlier operations, e.g. an earlier update that rolled back, are
+    history), else the stack's own status reason, else ""."""
+
+    def current_events() -> list[Any]:
+        # DescribeStackEvents answers newest first: read back to the operation's start.
         events: list[Any] = []
         for page in client.get_paginator("describe_stack_events").paginate(StackName=name):
-            events.extend(page.get("StackEvents", []))
+            for event in page.get("StackEvents", []):
+                if _starts_operation(event):
+                    return events
+                events.append(event)
         return events
 
-    events = unless_not_found(every_event, f"reading events of stack {name}", _is_missing_stack)
+    events = unless_not_found(current_events, f"reading events of stack {name}", _is_missing_stack)
     if events is None:
         return ""
-    # DescribeStackEvents answers newest first.
     for event in reversed(events):
         if (
             str(event.get("ResourceStatus", "")).endswith("_FAILED")

@@ -533,15 +533,17 @@ class ResolvedCreate(_Model):
     availability_zone_source: Literal["request", "training-plan"] = Field(
         alias="availabilityZoneSource"
     )
-    kubernetes_version: str = Field(default=DEFAULT_KUBERNETES_VERSION, alias="kubernetesVersion")
-    """Always set: the request's, else `DEFAULT_KUBERNETES_VERSION` (also for operations
-    recorded before hypd pinned it, whose input holds null)."""
+    kubernetes_version: str = Field(default=None, validate_default=True, alias="kubernetesVersion")
+    """Always set: the request's, else `DEFAULT_KUBERNETES_VERSION` (`_pinned_version`, the one
+    place that defaults it), also for operations recorded before hypd pinned it, whose input
+    has none."""
     instance_groups: list[ResolvedInstanceGroup] = Field(alias="instanceGroups")
     storage: StorageRequest
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
-    def _default_version(cls, value: Any) -> Any:
+    def _pinned_version(cls, value: Any) -> Any:
+        # Also runs for a missing version (validate_default): None, from either, is the default.
         return DEFAULT_KUBERNETES_VERSION if value is None else value
 
     @property
@@ -830,7 +832,7 @@ def validate_against_catalog(
         tag=request.tag,
         availability_zone=zone,
         availability_zone_source=source,
-        kubernetes_version=request.kubernetes_version or DEFAULT_KUBERNETES_VERSION,
+        kubernetes_version=request.kubernetes_version,
         instance_groups=[
             resolve_group(group, zone, plans.get(index))
             for index, group in enumerate(request.instance_groups)

@@ -21,19 +21,20 @@ is changed or removed (the subnet EKS refused stays, empty).
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hypd.aws import cloudformation as cfn_api
 from hypd.aws.cloudformation import Stack
-from hypd.aws.partitions import gateway_endpoint_service
 from hypd.catalog.models import AvailabilityZone
 from hypd.clusters.models import HYPD_TAG_KEY
 from hypd.errors import PermanentError
+from hypd.network.subnets import next_free_block
 
 __all__ = [
     "EKS_UNSUPPORTED_ZONE_IDS",
@@ -45,7 +46,6 @@ __all__ = [
     "UnknownZone",
     "control_plane_moved",
     "control_plane_zones",
-    "delete_failed_stack",
     "ensure_network_stack",
     "known_unsupported_zones",
     "move_control_plane",
@@ -178,17 +178,21 @@ def control_plane_zones(
     return usable[0], usable[1]
 
 
+def _stack_block(vpc_cidr: str) -> ipaddress.IPv4Network:
+    """The VPC's last /20, which holds the stack's /24s (compute /20s fill from the bottom)."""
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    if not 16 <= vpc.prefixlen <= 19:
+        raise ValueError(f"the VPC CIDR must be a /16 to /19, not {vpc_cidr}")
+    return list(vpc.subnets(new_prefix=20))[-1]
+
+
 def stack_blocks(vpc_cidr: str = DEFAULT_VPC_CIDR) -> dict[str, str]:
     """The stack's four /24s, in the VPC's last /20 so compute /20s fill from the bottom.
 
     For 10.0.0.0/16: control plane 10.0.240.0/24 and 10.0.241.0/24, public 10.0.242.0/24 and
     10.0.243.0/24; the fifteen /20s 10.0.0.0/20 ... 10.0.224.0/20 stay free for compute.
     """
-    vpc = ipaddress.IPv4Network(vpc_cidr)
-    if not 16 <= vpc.prefixlen <= 19:
-        raise ValueError(f"the VPC CIDR must be a /16 to /19, not {vpc_cidr}")
-    last_20 = list(vpc.subnets(new_prefix=20))[-1]
-    blocks = [str(block) for block in list(last_20.subnets(new_prefix=24))[:4]]
+    blocks = [str(block) for block in list(_stack_block(vpc_cidr).subnets(new_prefix=24))[:4]]
     return {
         "ControlPlane1": blocks[0],
         "ControlPlane2": blocks[1],
@@ -248,13 +252,11 @@ def _control_plane_resources(tag: str, index: int, zone: str, cidr: str) -> dict
 
 
 def network_stack_template(
-    tag: str, zones: Sequence[str], *, region: str, vpc_cidr: str = DEFAULT_VPC_CIDR
+    tag: str, zones: Sequence[str], *, vpc_cidr: str = DEFAULT_VPC_CIDR
 ) -> dict[str, Any]:
     """The network stack's CloudFormation template (serialise it with `json.dumps`).
 
-    `zones` are the two control-plane zones, the cluster's first (`control_plane_zones`);
-    `region` is the stack's (the S3 gateway endpoint's service is named after it, the way
-    AWS names it in the Region's partition: `partitions.gateway_endpoint_service`).
+    `zones` are the two control-plane zones, the cluster's first (`control_plane_zones`).
     """
     if len(zones) != 2 or zones[0] == zones[1]:
         raise ValueError(f"the network stack needs two different zones, not {list(zones)}")
@@ -317,7 +319,9 @@ def network_stack_template(
             "Properties": {
                 "VpcId": vpc,
                 "VpcEndpointType": "Gateway",
-                "ServiceName": gateway_endpoint_service(region, "s3"),
+                # A gateway endpoint's service is com.amazonaws.<region>.<service> in every
+                # partition, China's included (`partitions.gateway_endpoint_service`).
+                "ServiceName": {"Fn::Sub": "com.amazonaws.${AWS::Region}.s3"},
                 "RouteTableIds": [
                     {"Ref": "ControlPlaneRouteTable1"},
                     {"Ref": "ControlPlaneRouteTable2"},
@@ -454,7 +458,7 @@ def control_plane_moved(
             f"{', '.join(sorted(valid)) or 'none'} here",
             details={"validZones": sorted(valid), "refusedZones": sorted(map(zone, refused))},
         )
-    moved = json.loads(json.dumps(template))  # a deep copy: the caller's stays as it was
+    moved = copy.deepcopy(dict(template))  # the caller's stays as it was
     next_index = max(int(lid.removeprefix(_CONTROL_PLANE_SUBNET)) for lid in control_plane) + 1
     outputs: list[str] = []
     for lid in active:
@@ -472,27 +476,27 @@ def control_plane_moved(
         outputs.append(f"{_CONTROL_PLANE_SUBNET}{next_index}")
         next_index += 1
     moved["Outputs"]["ControlPlaneSubnetIds"]["Value"] = _joined(outputs)
-    return dict(moved)
+    return moved
 
 
 def _free_control_plane_block(template: Mapping[str, Any]) -> str:
     """The first /24 of the VPC's last /20 that no subnet of `template` overlaps."""
     resources: Mapping[str, Any] = template["Resources"]
-    vpc = ipaddress.IPv4Network(resources["Vpc"]["Properties"]["CidrBlock"])
+    last_20 = _stack_block(resources["Vpc"]["Properties"]["CidrBlock"])
     taken = [
-        ipaddress.IPv4Network(resource["Properties"]["CidrBlock"])
+        resource["Properties"]["CidrBlock"]
         for resource in resources.values()
         if resource.get("Type") == "AWS::EC2::Subnet"
         and isinstance(resource.get("Properties", {}).get("CidrBlock"), str)
     ]
-    last_20 = list(vpc.subnets(new_prefix=20))[-1]
-    for block in last_20.subnets(new_prefix=24):
-        if not any(block.overlaps(other) for other in taken):
-            return str(block)
-    raise NetworkStackFailed(
-        f"the network stack has no free /24 left in {last_20} for another control-plane subnet",
-        details={"awsErrorCode": "NoFreeBlock", "block": str(last_20)},
-    )
+    block = next_free_block([str(last_20)], taken, prefix=24)
+    if block is None:
+        raise NetworkStackFailed(
+            f"the network stack has no free /24 left in {last_20} for another control-plane "
+            "subnet",
+            details={"awsErrorCode": "NoFreeBlock", "block": str(last_20)},
+        )
+    return str(block)
 
 
 def next_check_seconds(elapsed_seconds: float) -> int:
@@ -513,7 +517,7 @@ def next_check_seconds(elapsed_seconds: float) -> int:
 def ensure_network_stack(
     cfn: Any,
     tag: str,
-    zones: Sequence[str],
+    zones: Callable[[], Sequence[str]],
     client_token: str,
     *,
     replace_failed: bool = False,
@@ -522,6 +526,8 @@ def ensure_network_stack(
 ) -> NetworkStack:
     """The cluster's network stack, created if missing; inspect before create.
 
+    `zones()` answers the two control-plane zones (`control_plane_zones`); it is called only
+    when the stack has to be created, so a look at an existing stack costs no zone lookup.
     A ready stack is reused as it is (its template is not compared); one being created is
     reported not ready. A failed stack raises `NetworkStackFailed`, unless `replace_failed`
     (the retry path) and its creation failed: then it is deleted and, once gone, created anew;
@@ -540,8 +546,7 @@ def ensure_network_stack(
     if stack is not None and replace_failed and stack.status == "DELETE_IN_PROGRESS":
         return NetworkStack(ready=False, status=stack.status, stack_name=name)
     if stack is None:
-        template = network_stack_template(tag, zones, region=cfn.meta.region_name,
-                                          vpc_cidr=vpc_cidr)
+        template = network_stack_template(tag, zones(), vpc_cidr=vpc_cidr)
         cfn_api.create_stack(
             cfn,
             name,
@@ -580,15 +585,7 @@ def move_control_plane(
         NetworkStackFailed: the stack is missing or failed, or the earlier move rolled back.
     """
     name = stack_name(tag)
-    stack = cfn_api.describe_stack(cfn, name)
-    if stack is None:
-        raise NetworkStackFailed(
-            f"network stack {name} does not exist",
-            details={"awsErrorCode": "StackNotFound", "stackName": name},
-        )
-    if stack.status in IN_PROGRESS_STATUSES:
-        return NetworkStack(ready=False, status=stack.status, stack_name=name,
-                            stack_id=stack.stack_id)
+    stack = _live_stack(cfn, name)
     if moved_before and stack.status == "UPDATE_ROLLBACK_COMPLETE":
         reason = cfn_api.stack_failure_reason(cfn, stack.stack_id) or "no reason given"
         raise NetworkStackFailed(
@@ -596,7 +593,9 @@ def move_control_plane(
             f"supports ({', '.join(sorted(valid_zones))}): {reason}",
             details={"awsErrorCode": stack.status, "stackName": name, "reason": reason},
         )
-    _network_stack(cfn, stack)  # failed stacks raise NetworkStackFailed here
+    current = _network_stack(cfn, stack)  # a failed stack raises NetworkStackFailed here
+    if not current.ready:  # an update is running: wait for it
+        return current
     moved = control_plane_moved(cfn_api.get_template(cfn, name), tag, valid_zones)
     if moved is None or not cfn_api.update_stack(
         cfn, name, json.dumps(moved, separators=(",", ":")), client_token, role_arn=role_arn
@@ -612,25 +611,18 @@ def read_network_stack(cfn: Any, tag: str) -> NetworkStack:
     Raises:
         NetworkStackFailed: the stack failed, is being deleted, is missing or lacks outputs.
     """
-    name = stack_name(tag)
+    return _network_stack(cfn, _live_stack(cfn, stack_name(tag)))
+
+
+def _live_stack(cfn: Any, name: str) -> Stack:
+    """The stack `name`; `NetworkStackFailed` (StackNotFound) when there is none."""
     stack = cfn_api.describe_stack(cfn, name)
     if stack is None:
         raise NetworkStackFailed(
             f"network stack {name} does not exist",
             details={"awsErrorCode": "StackNotFound", "stackName": name},
         )
-    return _network_stack(cfn, stack)
-
-
-def delete_failed_stack(cfn: Any, tag: str) -> bool:
-    """Delete the network stack if its creation failed (the retry path only); True if it
-    asked CloudFormation to delete it. A healthy, busy or missing stack is left alone."""
-    name = stack_name(tag)
-    stack = cfn_api.describe_stack(cfn, name)
-    if stack is None or stack.status not in REPLACEABLE_STATUSES:
-        return False
-    cfn_api.delete_stack(cfn, name)
-    return True
+    return stack
 
 
 def _network_stack(cfn: Any, stack: Stack) -> NetworkStack:

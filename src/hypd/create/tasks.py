@@ -139,18 +139,22 @@ def build_router(services: CreateServices) -> TaskRouter:
     def network_poll(task: OperationInput, *, start: bool) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             operation, resolved = load(task.operation_id)
-            zones = ec2_api.list_availability_zones(services.client("ec2"))
             attempt = operation.stage("network").attempts
+
+            def zones() -> tuple[str, str]:  # asked only when the stack is to be created
+                region = ec2_api.list_availability_zones(services.client("ec2"))
+                return network_stack.control_plane_zones(
+                    resolved.availability_zone,
+                    [z.name for z in region],
+                    unsupported=network_stack.known_unsupported_zones(region),
+                )
+
             # Inspect before create, on every look: a failed stack of an earlier attempt is
             # replaced (the retry path), whose deletion may take several looks.
             stack = network_stack.ensure_network_stack(
                 services.client("cloudformation"),
                 resolved.tag,
-                network_stack.control_plane_zones(
-                    resolved.availability_zone,
-                    [z.name for z in zones],
-                    unsupported=network_stack.known_unsupported_zones(zones),
-                ),
+                zones,
                 client_token=f"{operation.id}-network-{attempt}",
                 replace_failed=attempt > 1,
                 role_arn=services.settings.network_stack_role_arn,

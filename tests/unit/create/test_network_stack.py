@@ -3,6 +3,7 @@ a stubbed CloudFormation client."""
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from botocore.stub import ANY, Stubber
 from cfnlint.api import lint_all
 
 from hypd.aws import cloudformation as cfn_api
+from hypd.aws.partitions import gateway_endpoint_service
 from hypd.catalog.models import AvailabilityZone
 from hypd.create.network_stack import (
     EKS_UNSUPPORTED_ZONE_IDS,
@@ -28,7 +30,6 @@ from hypd.create.network_stack import (
     UnknownZone,
     control_plane_moved,
     control_plane_zones,
-    delete_failed_stack,
     ensure_network_stack,
     known_unsupported_zones,
     move_control_plane,
@@ -43,6 +44,14 @@ from tests.unit.support import REGION
 
 TAG = "demo"
 ZONES = ("us-west-2a", "us-west-2b")
+
+
+def zones() -> tuple[str, str]:
+    return ZONES
+
+
+def no_zones() -> tuple[str, str]:
+    raise AssertionError("the zones are needed only to create the stack")
 NAME = "hypd-demo-network"
 STACK_ID = f"arn:aws:cloudformation:{REGION}:123456789012:stack/{NAME}/0f0e"
 OUTPUTS = {
@@ -67,7 +76,7 @@ TAGGABLE = {
 
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
-    return network_stack_template(TAG, ZONES, region=REGION)
+    return network_stack_template(TAG, ZONES)
 
 
 def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -117,7 +126,7 @@ def test_compute_subnets_fill_the_vpc_from_the_bottom(template: dict[str, Any]) 
 
 
 def test_another_vpc_cidr_moves_the_24s_with_it() -> None:
-    template = network_stack_template(TAG, ZONES, region=REGION, vpc_cidr="172.20.0.0/16")
+    template = network_stack_template(TAG, ZONES, vpc_cidr="172.20.0.0/16")
     cidrs = sorted(
         r["Properties"]["CidrBlock"] for r in of_type(template, "AWS::EC2::Subnet").values()
     )
@@ -127,13 +136,13 @@ def test_another_vpc_cidr_moves_the_24s_with_it() -> None:
 @pytest.mark.parametrize("cidr", ["10.0.0.0/15", "10.0.0.0/20", "10.0.0.0/24"])
 def test_a_vpc_cidr_outside_16_to_19_is_refused(cidr: str) -> None:
     with pytest.raises(ValueError, match="/16 to /19"):
-        network_stack_template(TAG, ZONES, region=REGION, vpc_cidr=cidr)
+        network_stack_template(TAG, ZONES, vpc_cidr=cidr)
 
 
 @pytest.mark.parametrize("zones", [("us-west-2a",), ("us-west-2a", "us-west-2a"), ZONES * 2])
 def test_the_template_needs_two_different_zones(zones: tuple[str, ...]) -> None:
     with pytest.raises(ValueError, match="two different zones"):
-        network_stack_template(TAG, zones, region=REGION)
+        network_stack_template(TAG, zones)
 
 
 def test_private_tables_route_through_the_one_nat_gateway(template: dict[str, Any]) -> None:
@@ -165,29 +174,22 @@ def test_private_tables_route_through_the_one_nat_gateway(template: dict[str, An
 def test_s3_gateway_endpoint_serves_the_private_tables(template: dict[str, Any]) -> None:
     (endpoint,) = of_type(template, "AWS::EC2::VPCEndpoint").values()
     assert endpoint["Properties"]["VpcEndpointType"] == "Gateway"
-    assert endpoint["Properties"]["ServiceName"] == f"com.amazonaws.{REGION}.s3"
+    assert endpoint["Properties"]["ServiceName"] == {"Fn::Sub": "com.amazonaws.${AWS::Region}.s3"}
     assert endpoint["Properties"]["RouteTableIds"] == [
         {"Ref": "ControlPlaneRouteTable1"},
         {"Ref": "ControlPlaneRouteTable2"},
     ]
 
 
-@pytest.mark.parametrize(
-    ("region", "zones", "service"),
-    [
-        ("eu-west-1", ("eu-west-1a", "eu-west-1b"), "com.amazonaws.eu-west-1.s3"),
-        # a gateway endpoint keeps com.amazonaws in China (cn.com.amazonaws is the interface one)
-        ("cn-north-1", ("cn-north-1a", "cn-north-1b"), "com.amazonaws.cn-north-1.s3"),
-        ("us-gov-west-1", ("us-gov-west-1a", "us-gov-west-1b"),
-         "com.amazonaws.us-gov-west-1.s3"),
-    ],
-)
-def test_the_s3_gateway_endpoint_is_named_as_in_the_region_s_partition(
-    region: str, zones: tuple[str, str], service: str
+@pytest.mark.parametrize("region", ["us-west-2", "cn-north-1", "us-gov-west-1"])
+def test_the_stack_names_the_s3_gateway_service_as_the_ec2_adapter_does(
+    template: dict[str, Any], region: str
 ) -> None:
-    template = network_stack_template(TAG, zones, region=region)
+    # CloudFormation substitutes the stack's Region: the name the compute subnets' endpoint
+    # lookup uses in every partition (a gateway keeps com.amazonaws in China too)
     (endpoint,) = of_type(template, "AWS::EC2::VPCEndpoint").values()
-    assert endpoint["Properties"]["ServiceName"] == service
+    service = endpoint["Properties"]["ServiceName"]["Fn::Sub"]
+    assert service.replace("${AWS::Region}", region) == gateway_endpoint_service(region, "s3")
 
 
 def test_security_group_lets_members_talk_and_reach_out(template: dict[str, Any]) -> None:
@@ -365,6 +367,27 @@ def test_fewer_than_two_accepted_zones_cannot_be_moved_to(template: dict[str, An
         control_plane_moved(template, TAG, ["us-west-2a"])
 
 
+def test_a_new_subnet_skips_taken_blocks_and_fails_when_the_last_20_is_full(
+    template: dict[str, Any],
+) -> None:
+    def with_subnets(*cidrs: str) -> dict[str, Any]:
+        filled = copy.deepcopy(template)
+        for index, cidr in enumerate(cidrs):
+            filled["Resources"][f"Other{index}"] = {
+                "Type": "AWS::EC2::Subnet", "Properties": {"CidrBlock": cidr}}
+        return filled
+
+    # Given a subnet of another size on 10.0.244.0/23: the new /24 is the next one free
+    moved = control_plane_moved(with_subnets("10.0.244.0/23"), TAG, ["us-west-2a", "us-west-2c"])
+    assert moved is not None
+    assert moved["Resources"]["ControlPlaneSubnet3"]["Properties"]["CidrBlock"] == "10.0.246.0/24"
+    # And with the rest of the last /20 taken, there is no room
+    full = with_subnets("10.0.244.0/22", "10.0.248.0/21")
+    with pytest.raises(NetworkStackFailed, match=r"no free /24 left in 10\.0\.240\.0/20") as caught:
+        control_plane_moved(full, TAG, ["us-west-2a", "us-west-2c"])
+    assert caught.value.details["awsErrorCode"] == "NoFreeBlock"
+
+
 # ---------------------------------------------------------------------------- check policy
 def test_first_check_is_at_the_expected_end() -> None:
     assert EXPECTED_STACK_SECONDS == 180
@@ -463,7 +486,7 @@ def test_a_missing_stack_is_created_with_the_template_and_tag(cfn: tuple[Any, St
         },
     )
     stub.add_response("describe_stacks", described("CREATE_IN_PROGRESS"))
-    stack = ensure_network_stack(client, TAG, ZONES, "op-1-network")
+    stack = ensure_network_stack(client, TAG, zones, "op-1-network")
     assert stack == NetworkStack(
         ready=False, status="CREATE_IN_PROGRESS", stack_name=NAME, stack_id=STACK_ID
     )
@@ -476,7 +499,7 @@ def test_a_stack_created_meanwhile_is_success(cfn: tuple[Any, Stubber]) -> None:
     missing(stub)
     stub.add_client_error("create_stack", service_error_code="AlreadyExistsException")
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS))
-    assert ensure_network_stack(client, TAG, ZONES, "op-1-network").ready
+    assert ensure_network_stack(client, TAG, zones, "op-1-network").ready
 
 
 def test_a_stack_not_yet_visible_after_create_is_in_progress(cfn: tuple[Any, Stubber]) -> None:
@@ -484,7 +507,7 @@ def test_a_stack_not_yet_visible_after_create_is_in_progress(cfn: tuple[Any, Stu
     missing(stub)
     stub.add_response("create_stack", {"StackId": STACK_ID})
     missing(stub)
-    stack = ensure_network_stack(client, TAG, ZONES, "op-1-network")
+    stack = ensure_network_stack(client, TAG, zones, "op-1-network")
     assert (stack.ready, stack.status) == (False, "CREATE_IN_PROGRESS")
 
 
@@ -492,7 +515,7 @@ def test_a_stack_not_yet_visible_after_create_is_in_progress(cfn: tuple[Any, Stu
 def test_a_ready_stack_is_reused_with_its_outputs(cfn: tuple[Any, Stubber], status: str) -> None:
     client, stub = cfn
     stub.add_response("describe_stacks", described(status, OUTPUTS), {"StackName": NAME})
-    stack = ensure_network_stack(client, TAG, ZONES, "op-1-network")
+    stack = ensure_network_stack(client, TAG, no_zones, "op-1-network")
     assert stack.model_dump(by_alias=True) == {
         "ready": True,
         "status": status,
@@ -559,7 +582,7 @@ def test_a_failed_stack_raises_with_its_first_failure(
         {"StackName": STACK_ID},
     )
     with pytest.raises(NetworkStackFailed) as caught:
-        ensure_network_stack(client, TAG, ZONES, "op-1-network")
+        ensure_network_stack(client, TAG, no_zones, "op-1-network")
     error = caught.value
     assert isinstance(error, PermanentError)
     assert error.details["awsErrorCode"] == status
@@ -603,7 +626,7 @@ def test_the_retry_path_replaces_a_rolled_back_stack(cfn: tuple[Any, Stubber]) -
     missing(stub)  # gone at once (its resources were already rolled back)
     stub.add_response("create_stack", {"StackId": STACK_ID})
     stub.add_response("describe_stacks", described("CREATE_IN_PROGRESS"))
-    stack = ensure_network_stack(client, TAG, ZONES, "op-1-r1-network", replace_failed=True)
+    stack = ensure_network_stack(client, TAG, zones, "op-1-r1-network", replace_failed=True)
     assert (stack.ready, stack.status) == (False, "CREATE_IN_PROGRESS")
 
 
@@ -613,27 +636,27 @@ def test_the_retry_path_waits_for_the_deletion(cfn: tuple[Any, Stubber]) -> None
     stub.add_response("delete_stack", {})
     stub.add_response("describe_stacks", described("DELETE_IN_PROGRESS"))
     stub.add_response("describe_stacks", described("DELETE_IN_PROGRESS"))
-    first = ensure_network_stack(client, TAG, ZONES, "t", replace_failed=True)
-    again = ensure_network_stack(client, TAG, ZONES, "t", replace_failed=True)
+    first = ensure_network_stack(client, TAG, no_zones, "t", replace_failed=True)
+    again = ensure_network_stack(client, TAG, no_zones, "t", replace_failed=True)
     assert (first.ready, first.status) == (False, "DELETE_IN_PROGRESS")
     assert (again.ready, again.status) == (False, "DELETE_IN_PROGRESS")
 
 
-def test_delete_failed_stack_deletes_only_failed_creations(cfn: tuple[Any, Stubber]) -> None:
+def test_the_retry_path_leaves_healthy_and_busy_stacks_alone(cfn: tuple[Any, Stubber]) -> None:
+    # The Stubber fails on any call not queued: no DeleteStack for these
     client, stub = cfn
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS))
-    stub.add_response("describe_stacks", described("CREATE_IN_PROGRESS"))
-    missing(stub)
-    stub.add_response("describe_stacks", described("ROLLBACK_COMPLETE"))
-    stub.add_response("delete_stack", {}, {"StackName": NAME})
-    assert [delete_failed_stack(client, TAG) for _ in range(4)] == [False, False, False, True]
+    stub.add_response("describe_stacks", described("UPDATE_IN_PROGRESS"))
+    ready = ensure_network_stack(client, TAG, no_zones, "t", replace_failed=True)
+    busy = ensure_network_stack(client, TAG, no_zones, "t", replace_failed=True)
+    assert (ready.ready, busy.ready, busy.status) == (True, False, "UPDATE_IN_PROGRESS")
 
 
 def test_throttling_is_a_temporary_error(cfn: tuple[Any, Stubber]) -> None:
     client, stub = cfn
     stub.add_client_error("describe_stacks", service_error_code="Throttling", http_status_code=400)
     with pytest.raises(AwsThrottled, match=f"describing stack {NAME}: Throttling"):
-        ensure_network_stack(client, TAG, ZONES, "t")
+        ensure_network_stack(client, TAG, no_zones, "t")
 
 
 def test_a_server_error_on_create_is_a_temporary_error(cfn: tuple[Any, Stubber]) -> None:
@@ -643,7 +666,7 @@ def test_a_server_error_on_create_is_a_temporary_error(cfn: tuple[Any, Stubber])
         "create_stack", service_error_code="InternalFailure", http_status_code=500
     )
     with pytest.raises(AwsUnavailable, match=f"creating stack {NAME}"):
-        ensure_network_stack(client, TAG, ZONES, "t")
+        ensure_network_stack(client, TAG, zones, "t")
 
 
 def test_other_validation_errors_are_not_a_missing_stack(cfn: tuple[Any, Stubber]) -> None:
@@ -667,13 +690,33 @@ def test_failure_reason_of_a_vanished_stack_is_empty(cfn: tuple[Any, Stubber]) -
     assert cfn_api.stack_failure_reason(client, NAME) == ""
 
 
+def test_the_failure_reason_is_the_latest_operations_not_an_earlier_ones(
+    cfn: tuple[Any, Stubber],
+) -> None:
+    # Given two updates that rolled back, newest first (a page that would go on)
+    client, stub = cfn
+    stack_event = "AWS::CloudFormation::Stack"
+    stub.add_response("describe_stack_events", {"NextToken": "older", "StackEvents": [
+        event("UPDATE_ROLLBACK_COMPLETE", NAME, "", stack_event),
+        event("UPDATE_FAILED", "ControlPlaneSubnet4", "The CIDR '10.0.245.0/24' conflicts",
+              "AWS::EC2::Subnet"),
+        event("UPDATE_IN_PROGRESS", NAME, "User Initiated", stack_event),
+        event("UPDATE_ROLLBACK_COMPLETE", NAME, "", stack_event),
+        event("UPDATE_FAILED", "ControlPlaneSubnet3", "Not authorized", "AWS::EC2::Subnet"),
+    ]}, {"StackName": STACK_ID})
+    # Then the reason is the second update's, and the older pages are not read (the Stubber
+    # fails any call not queued)
+    assert cfn_api.stack_failure_reason(client, STACK_ID) == (
+        "ControlPlaneSubnet4: The CIDR '10.0.245.0/24' conflicts")
+
+
 # ---------------------------------------------------------------------------- moving, on AWS
 ROLE = f"arn:aws:iam::123456789012:role/{NAME}-role"
 
 
 def test_moving_updates_the_stack_with_the_added_subnet(cfn: tuple[Any, Stubber]) -> None:
     client, stub = cfn
-    current = network_stack_template(TAG, ZONES, region=REGION)
+    current = network_stack_template(TAG, ZONES)
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS),
                       {"StackName": NAME})
     # The Stubber answers the JSON body as text (botocore decodes it only on the wire).
@@ -718,7 +761,7 @@ def test_nothing_to_move_is_no_update(cfn: tuple[Any, Stubber]) -> None:
     client, stub = cfn
     stub.add_response("describe_stacks", described("CREATE_COMPLETE", OUTPUTS),
                       {"StackName": NAME})
-    body = json.dumps(network_stack_template(TAG, ZONES, region=REGION))
+    body = json.dumps(network_stack_template(TAG, ZONES))
     stub.add_response("get_template", {"TemplateBody": body},
                       {"StackName": NAME, "TemplateStage": "Original"})
     assert move_control_plane(client, TAG, list(ZONES), client_token="t") is None
