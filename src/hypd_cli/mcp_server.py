@@ -19,7 +19,10 @@ operation every few seconds until the operation's status or one of its stages ch
 operation ends.
 
 An error of the API comes back as a tool error (``isError``) carrying its HTTP status, code,
-message and details (an endpoint that does not answer: code ``ApiUnreachable``).
+message and details (an endpoint that does not answer: code ``ApiUnreachable``), as text: a
+line to read, then ``{"error": {status, code, message, details}}``. It has no
+``structuredContent``: that must conform to the tool's output schema, and a client may check it
+also on an error (the TypeScript SDK does, and would reject the result).
 
 The agent guide (agent-guide.md, package data) is served three ways: as the server's
 instructions, as the resource `GUIDE_URI` and as the prompt `GUIDE_PROMPT`.
@@ -78,6 +81,8 @@ logger = logging.getLogger(__name__)
 
 SERVER_NAME = "hypd"
 GUIDE_URI = "hypd://agent-guide"
+ERROR_KEY = "error"
+"""The key of a tool error's JSON text block: ``{"error": {status, code, message, details}}``."""
 GUIDE_PROMPT = "hypd_agent_guide"
 GUIDE_FILE = "agent-guide.md"
 
@@ -692,18 +697,25 @@ class ToolError(Exception):
         self.details = details if details is not None else {}
 
     def result(self) -> types.CallToolResult:
+        """The tool error: text only. ``structuredContent`` must conform to the tool's output
+        schema (the operation's success response), which an error does not; the TypeScript
+        SDK checks it also on an error result and rejects the whole call. So the error is a
+        line to read, then the same as JSON (`ERROR_KEY`) for a client that parses it."""
         prefix = f"HTTP {self.status} " if self.status is not None else ""
         text = f"{prefix}{self.code}: {self.message}"
         if self.details:
             text += "\ndetails: " + json.dumps(self.details, sort_keys=True)
+        error = {
+            "status": self.status,
+            "code": self.code,
+            "message": self.message,
+            "details": self.details,
+        }
         return types.CallToolResult(
-            content=[types.TextContent(text=text)],
-            structured_content={
-                "status": self.status,
-                "code": self.code,
-                "message": self.message,
-                "details": self.details,
-            },
+            content=[
+                types.TextContent(text=text),
+                types.TextContent(text=json.dumps({ERROR_KEY: error}, sort_keys=True)),
+            ],
             is_error=True,
         )
 

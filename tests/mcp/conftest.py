@@ -13,6 +13,8 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from hypd_cli.mcp_server import ERROR_KEY
+
 POLL_SECONDS = 0.5
 """How often the server under test reads a waited-on operation (the default is 2 s)."""
 
@@ -65,7 +67,18 @@ async def call_error(session: ClientSession, name: str, /, **arguments: Any) -> 
     result = await session.call_tool(name, arguments)
     assert isinstance(result, types.CallToolResult)
     assert result.is_error, f"{name} succeeded: {text_of(result)}"
-    error: dict[str, Any] = result.structured_content
-    assert error["code"] in text_of(result)
-    assert error["message"] in text_of(result)
+    return error_of(result)
+
+
+def error_of(result: types.CallToolResult) -> dict[str, Any]:
+    """A tool error's status, code, message and details: from its JSON text block. An error has
+    no structured content (it would not conform to the tool's output schema), and its first
+    block says the same for a reader."""
+    assert result.is_error
+    assert result.structured_content is None
+    first, data = (c.text for c in result.content if isinstance(c, types.TextContent))
+    error: dict[str, Any] = json.loads(data)[ERROR_KEY]
+    assert set(error) == {"status", "code", "message", "details"}
+    assert error["code"] in first
+    assert error["message"] in first
     return error

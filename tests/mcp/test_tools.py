@@ -29,6 +29,7 @@ from hypd_cli.mcp_server import (
     bind_tools,
     openapi_document,
 )
+from tests.mcp.conftest import error_of
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENAPI = ROOT / "docs" / "openapi.json"
@@ -368,8 +369,7 @@ async def test_an_api_error_while_waiting_is_a_tool_error(bound: list[Any]) -> N
         "operation_get_status", {"operationId": OPERATION_ID, "wait_seconds": 5}
     )
 
-    assert result.is_error
-    assert result.structured_content == {
+    assert error_of(result) == {
         "status": 503, "code": "ServiceUnavailable", "message": "try again", "details": {}
     }
 
@@ -392,9 +392,9 @@ async def test_arguments_that_make_no_request_are_tool_errors(
 
     result = await tools_with(client, bound).call(name, arguments)
 
-    assert result.is_error
-    assert result.structured_content["code"] == "ValidationError"
-    assert message in result.structured_content["message"]
+    error = error_of(result)
+    assert error["code"] == "ValidationError"
+    assert message in error["message"]
     assert client.calls == []
 
 
@@ -438,6 +438,6 @@ async def test_client_failures_are_tool_errors(bound: list[Any]) -> None:
 
     result = await tools_with(client, bound).call("catalog_training_plans", {})
 
-    assert result.is_error
-    assert result.structured_content["code"] == "ApiUnreachable"
-    assert "http://127.0.0.1:9/v1" in result.structured_content["message"]
+    error = error_of(result)
+    assert error["code"] == "ApiUnreachable"
+    assert "http://127.0.0.1:9/v1" in error["message"]

@@ -1,0 +1,223 @@
+"""``hypd mcp serve`` under the MCP TypeScript SDK's client (the one Claude Desktop and Claude
+Code use), against the local cloud: tests/mcp/typescript/client.mjs, a Node program on the SDK
+pinned in tests/mcp/typescript/package-lock.json (``./dev setup`` installs it with ``npm ci``).
+
+The SDK checks what the Python SDK does not: it validates a result's ``structuredContent``
+against the tool's output schema also when the result is an error, and rejects the whole call
+when it does not conform. So every read tool is called on a real cluster (each success checked
+by the SDK against its schema), a change of each answer shape too (202 operation, 200
+``changed: false``), and the API's errors must arrive as tool errors with their code and
+message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hypd_cli.api_client import ApiClient
+from hypd_cli.mcp_server import ERROR_KEY, bind_tools, openapi_document
+from tests.e2e.capacity import created_cluster
+from tests.mcp.conftest import POLL_SECONDS
+from tests.mcp.test_tools import TOOLS
+
+CLIENT_DIR = Path(__file__).resolve().parent / "typescript"
+TAG = "typed"
+GROUP = "workers"
+TIMEOUT = 300
+"""Seconds the whole client run may take (it takes a few): a hung server fails the test."""
+
+
+def run_client(server: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run client.mjs with `server` (a command line) as its MCP server; its output."""
+    node = shutil.which("node")
+    assert node, "node is not on PATH: the TypeScript client needs Node.js"
+    assert (CLIENT_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(), (
+        "the TypeScript SDK is not installed: run ./dev setup (npm ci in tests/mcp/typescript)"
+    )
+    # The arguments are node, the project's own script and this interpreter's command line.
+    finished = subprocess.run(  # noqa: S603
+        [node, str(CLIENT_DIR / "client.mjs"), *server],
+        input=json.dumps({"calls": calls}), capture_output=True, text=True, timeout=TIMEOUT,
+        cwd=CLIENT_DIR, env=dict(os.environ), check=False,
+    )
+    assert finished.returncode == 0, finished.stderr
+    output: dict[str, Any] = json.loads(finished.stdout)
+    return output
+
+
+def hypd_mcp(endpoint: str) -> list[str]:
+    """``hypd mcp serve --endpoint ENDPOINT``, as an MCP client's config starts it."""
+    return [sys.executable, "-m", "hypd_cli.main", "mcp", "serve", "--endpoint", endpoint,
+            "--poll-seconds", str(POLL_SECONDS)]
+
+
+def texts(result: dict[str, Any]) -> list[str]:
+    return [c["text"] for c in result["content"] if c["type"] == "text"]
+
+
+def tool_error(outcome: dict[str, Any]) -> dict[str, Any]:
+    """The API's error in a tool error the SDK accepted: text only, the JSON block parsed."""
+    assert "thrown" not in outcome, f"{outcome['name']}: the SDK rejected it: {outcome}"
+    result = outcome["result"]
+    assert result.get("isError") is True, f"{outcome['name']} succeeded: {result}"
+    assert "structuredContent" not in result
+    first, data = texts(result)
+    error: dict[str, Any] = json.loads(data)[ERROR_KEY]
+    assert error["code"] in first
+    assert error["message"] in first
+    return error
+
+
+def success(outcome: dict[str, Any]) -> dict[str, Any]:
+    """A result the SDK accepted, checked against the tool's output schema: its structure."""
+    assert "thrown" not in outcome, f"{outcome['name']}: the SDK rejected it: {outcome}"
+    result = outcome["result"]
+    assert not result.get("isError"), f"{outcome['name']} failed: {texts(result)}"
+    structured: dict[str, Any] = result["structuredContent"]
+    assert json.loads(texts(result)[0]) == structured
+    return structured
+
+
+def read_calls(values: dict[str, str]) -> list[dict[str, Any]]:
+    """A call of every read-only tool (a GET), with its required arguments from `values`."""
+    calls = []
+    for tool in bind_tools(openapi_document()):
+        if tool.method != "GET":
+            continue
+        required = tool.input_schema.get("required", [])
+        missing = [name for name in required if name not in values]
+        assert not missing, f"{tool.name}: no value for {missing}: add one to the test"
+        calls.append({"name": tool.name, "arguments": {n: values[n] for n in required}})
+    return calls
+
+
+def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
+    cloud: Any, api: ApiClient
+) -> None:
+    # Given a cluster hypd created (one group of 2 nodes), its create operation, and a node
+    # HyperPod found faulty (so it has a health history)
+    created = created_cluster(api, cloud, tag=TAG)
+    first, faulty = (n["nodeId"] for n in api.list_nodes(TAG)["nodes"])
+    cloud.emulation.hyperpod.make_node_unhealthy(
+        f"hypd-{TAG}", faulty, reason="NvidiaErrorTerminate", action="Reboot", repair=False)
+    cloud.emulation.tick()
+    cloud.wait_for_executions(timeout=60)
+    values = {"tag": TAG, "operationId": str(created["id"]), "nodeId": faulty,
+              "name": GROUP}
+    reads = read_calls(values)
+    changes = [
+        # 200 changed: false (the union output schema's other branch)
+        {"name": "instance_group_update", "arguments": {"tag": TAG, "name": GROUP, "count": 2}},
+        # 202: an operation started
+        {"name": "node_reboot", "arguments": {"tag": TAG, "nodeId": first}},
+        {"name": "health_policy_set", "arguments": {"tag": TAG, "action": "notify"}},
+        # a wait on an operation that has ended answers at once
+        {"name": "operation_get_status",
+         "arguments": {"operationId": values["operationId"], "wait_seconds": 5}},
+    ]
+    errors = [
+        {"name": "cluster_get", "arguments": {"tag": "absent"}},  # 404 from the API
+        {"name": "cluster_get", "arguments": {"tag": "-bad"}},  # 400 from the API
+        {"name": "cluster_create",  # 400 naming the body's field
+         "arguments": {"tag": "other", "instanceGroups": "many", "storage": {}}},
+        {"name": "cluster_get", "arguments": {}},  # refused before any request
+    ]
+    unknown = [{"name": "cluster_explode", "arguments": {}}]
+
+    # When the TypeScript SDK's client lists the tools and makes the calls
+    out = run_client(hypd_mcp(cloud.api_url), reads + changes + errors + unknown)
+
+    # Then it sees the server, its guide and every tool, each with its schemas
+    assert out["server"]["name"] == "hypd"
+    assert out["instructions"]
+    tools = {tool["name"]: tool for tool in out["tools"]}
+    assert set(tools) == set(TOOLS)
+    for tool in tools.values():
+        assert tool["inputSchema"]["type"] == "object"
+        assert tool["outputSchema"]["type"] == "object"
+    assert [r["uri"] for r in out["resources"]] == ["hypd://agent-guide"]
+    assert [p["name"] for p in out["prompts"]] == ["hypd_agent_guide"]
+
+    # And every success conforms to its tool's output schema (the SDK accepted it)
+    outcomes = out["calls"]
+    done = {o["name"]: success(o) for o in outcomes[: len(reads)]}
+    assert done["cluster_get"]["tag"] == TAG
+    assert {n["nodeId"] for n in done["node_list"]["nodes"]} == {first, faulty}
+    assert done["node_health_get"]["nodeId"] == faulty
+    assert done["operation_get_status"]["status"] == "SUCCEEDED"
+    unchanged, accepted, policy, waited = (success(o) for o in outcomes[len(reads):][:4])
+    assert unchanged["changed"] is False
+    assert accepted["operationId"].startswith("op-")
+    assert (policy["policy"]["action"], policy["default"]) == ("notify", False)
+    assert waited["status"] == "SUCCEEDED"
+
+    # And each API error is a tool error with the API's status, code and message
+    absent, bad, body, argument = (tool_error(o) for o in outcomes[-5:-1])
+    assert (absent["status"], absent["code"]) == (404, "NotFound")
+    assert "absent" in absent["message"]
+    assert (bad["status"], bad["code"]) == (400, "ValidationError")
+    assert "tag" in bad["message"]
+    assert (body["status"], body["code"]) == (400, "ValidationError")
+    assert "instanceGroups" in body["message"] + json.dumps(body["details"])
+    assert (argument["status"], argument["code"]) == (None, "ValidationError")
+    assert "tag: this argument is required" in argument["message"]
+
+    # And a tool that does not exist is the protocol's invalid-params error
+    (nonexistent,) = outcomes[-1:]
+    assert nonexistent["thrown"]["code"] == -32602
+    assert "cluster_explode" in nonexistent["thrown"]["message"]
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_an_error_result_with_structured_content_would_be_rejected_by_the_sdk(
+    structured: bool, tmp_path: Path
+) -> None:
+    """Why errors carry no structuredContent: the SDK rejects one that does not conform to the
+    tool's output schema even on an error (so this test fails if the SDK ever stops checking,
+    and the reason for the design is shown, not only told)."""
+    server = tmp_path / "server.py"
+    server.write_text(_ONE_TOOL_SERVER.format(structured=structured))
+    out = run_client([sys.executable, str(server)], [{"name": "get", "arguments": {}}])
+    (outcome,) = out["calls"]
+    if structured:
+        assert outcome["thrown"]["code"] == -32602
+        assert "output schema" in outcome["thrown"]["message"]
+    else:
+        assert outcome["result"]["isError"] is True
+
+
+# A minimal server on the Python SDK with one tool whose output schema needs `name`, failing
+# with or without structured content.
+_ONE_TOOL_SERVER = '''
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool(
+        name="get", input_schema={{"type": "object"}},
+        output_schema={{"type": "object", "required": ["name"],
+                       "properties": {{"name": {{"type": "string"}}}}}})])
+
+async def call_tool(ctx, params):
+    return types.CallToolResult(
+        content=[types.TextContent(text="HTTP 404 NotFound: no such thing")],
+        structured_content={{"code": "NotFound"}} if {structured} else None, is_error=True)
+
+server = Server("one", on_list_tools=list_tools, on_call_tool=call_tool)
+
+async def run():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(run)
+'''
