@@ -16,6 +16,7 @@ from hypd.api.models import (
     InstanceGroupUnchanged,
     OperationAccepted,
 )
+from hypd.api.resolver import ApiResolver
 from hypd.api.services import ApiServices
 
 TITLE = "hypd"
@@ -25,8 +26,8 @@ DESCRIPTION = (
 )
 
 
-def build_app(services: ApiServices) -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+def build_app(services: ApiServices) -> ApiResolver:
+    app = ApiResolver()
     app.include_router(clusters.build_router(services))
     app.include_router(operations.build_router(services))
     app.include_router(catalog.build_router(services))
