@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import requests
+
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import follow
 from tests.support import create_body, group_body
@@ -15,6 +17,7 @@ from tests.support import create_body, group_body
 BUCKET = "team-data"
 TAG = "train"
 CLUSTER = f"hypd-{TAG}"
+REASON = "HyperPod Health Monitoring Agent (HMA) has detected fault type NvidiaErrorTerminate"
 
 
 def created_cluster(
@@ -30,6 +33,20 @@ def created_cluster(
     operation = follow(api, cloud, str(accepted["operationId"]), timeout=240)
     assert operation["status"] == "SUCCEEDED", operation.get("error")
     return operation
+
+
+def make_unhealthy(cloud: Any, node_id: str, action: str = "Replace",
+                   reason: str = REASON) -> None:
+    """A node health event through the fault route a user of the local cloud calls; HyperPod
+    does not repair the node."""
+    answer = requests.post(
+        f"{cloud.local_url}/_local/faults/hyperpod/node-unhealthy",
+        json={"clusterName": CLUSTER, "nodeId": node_id, "action": action, "reason": reason,
+              "repair": False},
+        timeout=30,
+    )
+    assert answer.status_code == 201, answer.text
+    cloud.wait_for_executions(timeout=120)
 
 
 def run(api: ApiClient, cloud: Any, accepted: dict[str, Any]) -> dict[str, Any]:

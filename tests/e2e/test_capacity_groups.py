@@ -194,6 +194,24 @@ def test_a_change_of_a_create_time_field_is_refused_naming_it_and_why(
     assert len(operations_of(api)) == 1
 
 
+def test_null_create_time_fields_are_judged_like_any_value(api: ApiClient, cloud: Any) -> None:
+    # Given a cluster whose group has a capacity and no deep health checks
+    created_cluster(api, cloud, group_body(count=1))
+
+    # When a PATCH sends capacity: null, Then a 400 names capacity (once a 502)
+    with pytest.raises(ApiError) as raised:
+        api.call("updateInstanceGroup", tag=TAG, name="workers",
+                 body={"count": 1, "capacity": None})
+    assert (raised.value.status, raised.value.code) == (400, "ImmutableField")
+    assert raised.value.details["field"] == "capacity"
+
+    # When it sends deepHealthChecks: null, Then null restates "none" (once a 502)
+    answer = api.call("updateInstanceGroup", tag=TAG, name="workers",
+                      body={"count": 1, "deepHealthChecks": None})
+    assert answer["changed"] is False
+    assert len(operations_of(api)) == 1
+
+
 def test_a_patch_that_matches_the_group_starts_nothing(api: ApiClient, cloud: Any) -> None:
     created_cluster(api, cloud, group_body(count=1))
 

@@ -13,31 +13,25 @@ import pytest
 import requests
 
 from hypd_cli.api_client import ApiClient, ApiError
-from tests.e2e.capacity import CLUSTER, TAG, created_cluster, run, stages
+from tests.e2e.capacity import (
+    CLUSTER,
+    REASON,
+    TAG,
+    created_cluster,
+    make_unhealthy,
+    run,
+    stages,
+)
 from tests.e2e.iam_calls import Calls, assert_allowed, calls_by_function
 from tests.support import fail_calls, group_body
 
 __all__ = ["calls_by_function"]  # the fixture
 
-REASON = "HyperPod Health Monitoring Agent (HMA) has detected fault type NvidiaErrorTerminate"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 
 
 def nodes(api: ApiClient) -> list[str]:
     return [n["nodeId"] for n in api.call("listNodes", tag=TAG)["nodes"]]
-
-
-def make_unhealthy(cloud: Any, node_id: str, action: str = "Replace",
-                   reason: str = REASON) -> None:
-    """The fault route a user of the local cloud calls; HyperPod does not repair the node."""
-    answer = requests.post(
-        f"{cloud.local_url}/_local/faults/hyperpod/node-unhealthy",
-        json={"clusterName": CLUSTER, "nodeId": node_id, "action": action, "reason": reason,
-              "repair": False},
-        timeout=30,
-    )
-    assert answer.status_code == 201, answer.text
-    cloud.wait_for_executions(timeout=120)
 
 
 def subscribe(cloud: Any) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+import requests
 
 from hypd_cli.api_client import ApiClient, ApiError
 from hypd_local.seed import seed_clusters
+from tests.conftest import ROOT
 
 BAD_INPUT: list[tuple[str, str, Any, Any, str]] = [
     ("GET", "/clusters", {"limit": "0"}, None, "limit"),
@@ -37,6 +40,57 @@ def test_bad_input_gets_400_naming_the_field(
     assert error.value.status == 400
     assert error.value.code == "ValidationError"
     assert field in error.value.message
+
+
+# A value of the right shape for each path parameter (nothing it names exists).
+SAMPLE_PATH = {"tag": "nope", "name": "workers", "nodeId": "i-0123456789abcdef0",
+               "operationId": "op-" + "0" * 32}
+
+
+def documented_routes(*methods: str) -> list[tuple[str, str, bool]]:
+    """(method, path with SAMPLE_PATH filled in, whether it takes a body) of docs/openapi.json."""
+    document = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    return [
+        (method.upper(), path.format(**SAMPLE_PATH), "requestBody" in operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method.upper() in methods
+    ]
+
+
+def send(cloud: Any, method: str, path: str, data: bytes, content_type: str) -> Any:
+    return requests.request(method, f"{cloud.api_url}{path}", data=data, timeout=30,
+                            headers={"Content-Type": content_type})
+
+
+def test_multipart_without_a_boundary_gets_400_on_every_route_with_a_body(cloud: Any) -> None:
+    routes = [(m, p) for m, p, body in documented_routes("POST", "PUT", "PATCH") if body]
+    assert len(routes) == 6
+    for method, path in routes:
+        # When a body is sent as multipart/form-data without a boundary (once a 502)
+        answer = send(cloud, method, path, b'{"enabled": true}', "multipart/form-data")
+        # Then 400 names the Content-Type header
+        assert answer.status_code == 400, (method, path, answer.text)
+        error = answer.json()
+        assert set(error) == {"code", "message", "details"}
+        assert "Content-Type" in error["message"], (method, path, error)
+
+
+def test_a_body_that_is_not_utf8_never_fails_a_post_or_put(cloud: Any) -> None:
+    routes = documented_routes("POST", "PUT", "PATCH")
+    assert len(routes) == 10
+    for method, path, takes_body in routes:
+        # When a body is not UTF-8 (once a 502 on every route that reads one)
+        answer = send(cloud, method, path, b'{"a": "\xff\xfe"}', "application/json")
+        error = answer.json()
+        assert set(error) == {"code", "message", "details"}, (method, path, error)
+        if takes_body:
+            # Then 400 names the body
+            assert answer.status_code == 400, (method, path, error)
+            assert "body: not UTF-8" in error["message"], (method, path, error)
+        else:
+            # Then a route that reads no body answers as without one (its resource is unknown)
+            assert answer.status_code == 404, (method, path, error)
 
 
 def test_malformed_json_body_gets_400(cloud: Any) -> None:

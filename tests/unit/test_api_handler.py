@@ -6,6 +6,7 @@ The handler is imported with the environment template.yaml gives ApiFunction, in
 
 from __future__ import annotations
 
+import base64
 import copy
 import importlib
 import importlib.util
@@ -62,8 +63,11 @@ def api_event(
     path_parameters: dict[str, str] | None = None,
     query: dict[str, str] | None = None,
     body: str | None = None,
+    content_type: str | None = "application/json",
+    base64_encoded: bool = False,
 ) -> dict[str, Any]:
-    """A REST proxy event shaped like events/api-get-operation.json."""
+    """A REST proxy event shaped like events/api-get-operation.json (with a body: of
+    `content_type`, none when None; `base64_encoded` as API Gateway marks binary bodies)."""
     event = copy.deepcopy(load_event("api-get-operation.json"))
     resource = resource or path
     event.update(
@@ -74,11 +78,12 @@ def api_event(
         queryStringParameters=query,
         multiValueQueryStringParameters={k: [v] for k, v in query.items()} if query else None,
         body=body,
+        isBase64Encoded=base64_encoded,
     )
     event["requestContext"].update(resourcePath=resource, httpMethod=method, path=f"/v1{path}")
-    if body is not None:
-        event["headers"]["Content-Type"] = "application/json"
-        event["multiValueHeaders"]["Content-Type"] = ["application/json"]
+    if body is not None and content_type is not None:
+        event["headers"]["Content-Type"] = content_type
+        event["multiValueHeaders"]["Content-Type"] = [content_type]
     return event
 
 
@@ -116,8 +121,8 @@ class Api:
             "GET", f"/clusters/{tag}", resource="/clusters/{tag}", path_parameters={"tag": tag}
         )
 
-    def discover(self, body: str | None = None) -> Response:
-        return self.call("POST", "/clusters/discover", body=body)
+    def discover(self, body: str | None = None, **kwargs: Any) -> Response:
+        return self.call("POST", "/clusters/discover", body=body, **kwargs)
 
 
 CREATE_CLUSTER_ARN = (
@@ -280,9 +285,111 @@ def test_unknown_cluster_is_404(api: Api) -> None:
 
 
 def test_unknown_route_is_404(api: Api) -> None:
-    response = api.call("GET", "/nope")
+    response = api.call("GET", "/nope", query={"limit": "1"})
     assert response.status == 404
     assert response.body == {"code": "NotFound", "message": "no route GET /nope", "details": {}}
+
+
+# ---------------------------------------------------------------------------- malformed requests
+def assert_nothing_started(api: Api) -> None:
+    assert api.operations.list().operations == []
+    assert api.sfn.list_executions(stateMachineArn=api.state_machine_arn)["executions"] == []
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "multipart/form-data",
+        "multipart/form-data; boundary=x",
+        "application/x-www-form-urlencoded",
+        "text/plain",
+    ],
+)
+def test_a_body_that_is_not_json_is_400_naming_content_type(api: Api, content_type: str) -> None:
+    # When a body arrives as a form, multipart (with or without a boundary) or text
+    response = api.discover('{"clusterNames": ["train"]}', content_type=content_type)
+    # Then 400 names the Content-Type header, and nothing starts
+    assert_validation_error(response, "Content-Type")
+    assert response.body["details"]["errors"][0]["in"] == "header"
+    assert_nothing_started(api)
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "application/json; charset=utf-8", "Application/JSON"]
+)
+def test_a_json_body_is_read_whatever_its_media_type_parameters(
+    api: Api, content_type: str | None
+) -> None:
+    response = api.discover('{"clusterNames": ["train"]}', content_type=content_type)
+    assert response.status == 202, response.body
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"\xff\xfe{}", "not UTF-8"),
+        ('{"clusterNames": ["caf\u00e9"]}'.encode("latin-1"), "not UTF-8"),
+    ],
+)
+def test_a_body_that_is_not_utf8_is_400_naming_the_body(
+    api: Api, raw: bytes, message: str
+) -> None:
+    # When API Gateway passes a binary body (base64, as it marks one)
+    response = api.discover(base64.b64encode(raw).decode(), base64_encoded=True)
+    # Then 400 names the body
+    assert_validation_error(response, "body")
+    assert message in response.body["message"]
+    assert_nothing_started(api)
+
+
+def test_a_utf8_body_api_gateway_passed_as_base64_is_read(api: Api) -> None:
+    body = base64.b64encode('{"clusterNames": ["caf\u00e9"]}'.encode()).decode()
+    assert api.discover(body, base64_encoded=True).status == 202
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[null, null]", "a JSON object is expected, not an array"),
+        ('[{"clusterNames": ["train"]}]', "a JSON object is expected, not an array"),
+        ('"train"', "a JSON object is expected, not a string"),
+        ('{"clusterNames": [NaN]}', "NaN is not a JSON number"),
+        ('{"clusterNames": ' + "[" * 100_000, "nested too deeply"),
+        ('{"clusterNames": [' + "9" * 5000 + "]}", "more than 30 digits"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_is_400_naming_the_body(
+    api: Api, body: str, message: str
+) -> None:
+    response = api.discover(body)
+    assert_validation_error(response, "body")
+    assert message in response.body["message"]
+    assert_nothing_started(api)
+
+
+def test_a_body_marked_base64_that_is_not_is_400(api: Api) -> None:
+    assert_validation_error(api.discover("not base64!", base64_encoded=True), "body")
+
+
+def test_an_unknown_query_parameter_is_400_naming_it(api: Api) -> None:
+    # When a filter is misspelt
+    response = api.call("GET", "/operations", query={"clustertag": "train"})
+    # Then 400 names it and what the route takes, instead of listing everything
+    assert_validation_error(response, "clustertag")
+    assert "clusterTag, limit, nextToken, status" in response.body["message"]
+
+
+def test_sigv4_query_parameters_are_not_unknown(api: Api) -> None:
+    query = {"X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Signature": "abc"}
+    assert api.call("GET", "/operations", query=query).status == 200
+
+
+@pytest.mark.parametrize("tag", ["\x84", "caf\u00e9\u0301", 'a"b', "a b"])
+def test_a_path_parameter_with_any_character_reaches_its_route(api: Api, tag: str) -> None:
+    # When a tag holds a character Powertools' router does not take (API Gateway routed it)
+    response = api.get_cluster(tag)
+    # Then its pattern judges it: a 400 naming it, not a 404 "no route"
+    assert_validation_error(response, "tag")
 
 
 # ---------------------------------------------------------------------------- discover

@@ -60,3 +60,32 @@ def test_every_operation_documents_its_errors_with_the_shared_body(rendered: str
                 schema = responses[status]["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/ErrorBody"}, f"{method} {path}"
     assert document["security"] == [{"sigv4": []}]
+
+
+def test_an_error_body_always_carries_code_message_and_details(rendered: str) -> None:
+    schema = json.loads(rendered)["components"]["schemas"]["ErrorBody"]
+    assert schema["required"] == ["code", "message", "details"]
+    assert schema["additionalProperties"] is False
+
+
+def test_no_parameter_is_documented_as_null(rendered: str) -> None:
+    # A query or path parameter is sent as text or not at all: never JSON null (a fuzzer
+    # would otherwise send the text "null" as a valid value)
+    document = json.loads(rendered)
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            for parameter in operation.get("parameters", []):
+                options = parameter["schema"].get("anyOf", [])
+                assert {"type": "null"} not in options, (method, path, parameter["name"])
+                assert "type" in parameter["schema"] or "$ref" in parameter["schema"]
+
+
+def test_every_route_that_calls_aws_documents_503(rendered: str) -> None:
+    # A throttled or unavailable DynamoDB or AWS API is a 503 (errors.py) on any route that
+    # calls one; only the instance-group field catalogue is static
+    document = json.loads(rendered)
+    static = {"listInstanceGroupFields"}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            documents_503 = "503" in operation["responses"]
+            assert documents_503 is (operation["operationId"] not in static), (method, path)

@@ -16,6 +16,7 @@ from hypd.api.models import (
     InstanceGroupUnchanged,
     OperationAccepted,
 )
+from hypd.api.resolver import ApiResolver
 from hypd.api.services import ApiServices
 
 TITLE = "hypd"
@@ -25,8 +26,8 @@ DESCRIPTION = (
 )
 
 
-def build_app(services: ApiServices) -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+def build_app(services: ApiServices) -> ApiResolver:
+    app = ApiResolver()
     app.include_router(clusters.build_router(services))
     app.include_router(operations.build_router(services))
     app.include_router(catalog.build_router(services))
@@ -44,13 +45,15 @@ def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     for model in (ErrorBody, OperationAccepted, InstanceGroupUnchanged, AutoscalingUnchanged):
         schema = model.model_json_schema(
-            by_alias=True, ref_template="#/components/schemas/{model}"
+            by_alias=True, ref_template="#/components/schemas/{model}", mode="serialization"
         )
         for name, nested in schema.pop("$defs", {}).items():
             schemas.setdefault(name, nested)
         schemas.setdefault(model.__name__, schema)
     for path_item in document.get("paths", {}).values():
         for operation in path_item.values():
+            for parameter in operation.get("parameters", []):
+                parameter["schema"] = _present_value(parameter["schema"])
             responses = operation.setdefault("responses", {})
             # Validation errors are answered with 400 and ErrorBody, never Powertools' 422.
             responses.pop("422", None)
@@ -65,3 +68,16 @@ def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
         "x-amazon-apigateway-authtype": "awsSigv4",
     }
     return document
+
+
+def _present_value(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's schema without the `null` of an optional one: a query parameter is sent
+    as text or not at all (Powertools renders `str | None` as `anyOf [string, null]`)."""
+    options = schema.get("anyOf")
+    if not isinstance(options, list):
+        return schema
+    present = [option for option in options if option != {"type": "null"}]
+    if len(options) != 2 or len(present) != 1:
+        return schema
+    rest = {key: value for key, value in schema.items() if key != "anyOf"}
+    return {**present[0], **rest}

@@ -134,6 +134,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         responses={
             200: json_response("ClusterList", "The recorded clusters, and the next page's token."),
             400: ERROR_RESPONSES[400],
+            503: ERROR_RESPONSES[503],
         },
     )
     def list_clusters(
@@ -155,6 +156,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             200: json_response("ClusterView", "The cluster's record."),
             400: ERROR_RESPONSES[400],
             404: ERROR_RESPONSES[404],
+            503: ERROR_RESPONSES[503],
         },
     )
     def get_cluster(

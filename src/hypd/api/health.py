@@ -150,6 +150,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             200: json_response("NodeHealthHistory", "The node's health history."),
             400: ERROR_RESPONSES[400],
             404: ERROR_RESPONSES[404],
+            503: ERROR_RESPONSES[503],
         },
     )
     def get_node_health(tag: Tag, node_id: NodeId) -> NodeHealthHistory:
@@ -172,6 +173,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             200: json_response("HealthPolicyView", "The policy (the default when none is set)."),
             400: ERROR_RESPONSES[400],
             404: ERROR_RESPONSES[404],
+            503: ERROR_RESPONSES[503],
         },
     )
     def get_health_policy(tag: Tag) -> HealthPolicyView:
@@ -197,6 +199,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             400: ERROR_RESPONSES[400],
             404: ERROR_RESPONSES[404],
             409: ERROR_RESPONSES[409],
+            503: ERROR_RESPONSES[503],
         },
     )
     def set_health_policy(

@@ -27,9 +27,17 @@ class ApiModel(BaseModel):
 
 
 class ErrorBody(ApiModel):
+    # Every error carries all three (`hypd.api.errors.error_response`): the document says so.
+    model_config = ConfigDict(
+        populate_by_name=True, extra="forbid", json_schema_serialization_defaults_required=True
+    )
     code: str = Field(description="Machine-readable error code.")
     message: str = Field(description="What went wrong, naming the field when input was bad.")
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Facts about the error; for bad input, `errors` lists each problem with "
+        "its field and where it was sent (`in`: body, query, path or header).",
+    )
 
 
 class DiscoverRequest(ApiModel):

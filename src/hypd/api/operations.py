@@ -43,6 +43,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
                 "OperationList", "Operations, newest first, and the next page's token."
             ),
             400: ERROR_RESPONSES[400],
+            503: ERROR_RESPONSES[503],
         },
     )
     def list_operations(
@@ -70,6 +71,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             200: json_response("OperationView", "The operation with its stages."),
             400: ERROR_RESPONSES[400],
             404: ERROR_RESPONSES[404],
+            503: ERROR_RESPONSES[503],
         },
     )
     def get_operation(operation_id: OperationId) -> OperationView:

@@ -149,18 +149,21 @@ class UpdateInstanceGroupRequest(_Model):
 
 
 def _restated(field: str, asked: Any, view: InstanceGroupView) -> bool:
-    """Whether a create-time field's value is the group's current one."""
+    """Whether a create-time field's value is the group's current one (a null restates a
+    value the group lacks: no deep health checks, no execution role; every group has a
+    capacity, so a null capacity never restates it)."""
     if field == "capacity":
         current = view.capacity
         return bool(
-            asked.type == current.type.value
+            asked is not None
+            and asked.type == current.type.value
             and (
                 not isinstance(asked, TrainingPlanCapacity)
                 or asked.training_plan_arn == current.training_plan_arn
             )
         )
     if field == "deepHealthChecks":
-        return sorted(str(c) for c in asked) == sorted(view.deep_health_checks)
+        return sorted(str(c) for c in asked or []) == sorted(view.deep_health_checks)
     current = getattr(view, _ATTRIBUTES[field])
     return bool(asked == current)
 

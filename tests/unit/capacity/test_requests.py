@@ -94,6 +94,31 @@ def test_restating_a_create_time_field_is_allowed() -> None:
     assert change.changes == {"InstanceCount": 3}
 
 
+@pytest.mark.parametrize("field", ["capacity", "deepHealthChecks"])
+def test_a_null_create_time_field_is_refused_naming_it_when_the_group_has_one(
+    field: str,
+) -> None:
+    # Given a group with a capacity and deep health checks; When a PATCH sends null for one
+    with pytest.raises(ImmutableField) as raised:
+        plan_group_update(patch(count=3, **{field: None}), view())
+
+    # Then a 400 names the field and the group's value
+    assert raised.value.status == 400
+    assert raised.value.details["field"] == field
+    assert raised.value.message.startswith(f"{field} of instance group gpu cannot be changed")
+
+
+def test_null_deep_health_checks_restate_a_group_that_has_none() -> None:
+    # Given a group without deep health checks; When a PATCH sends deepHealthChecks: null
+    change = plan_group_update(
+        patch(count=3, deepHealthChecks=None), view(OnStartDeepHealthChecks=None)
+    )
+
+    # Then null restates "none": only the count changes
+    assert change is not None
+    assert change.changes == {"InstanceCount": 3}
+
+
 def test_min_count_cannot_exceed_count() -> None:
     with pytest.raises(ValidationError, match="minCount"):
         plan_group_update(patch(minCount=3), view())
