@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hypd import clock
 from hypd.aws import stepfunctions
 from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
-from hypd.errors import TemporaryError
+from hypd.errors import HypdError
 from hypd.table import waiter_key, waiters_partition
 
 
@@ -116,11 +116,9 @@ def settle(
                     error=failure_error,
                     cause=message or f"{resource} is {state}",
                 )
-        except TemporaryError:
-            # Not completed for now (throttled, unavailable): parked again, so that the event's
-            # retry completes it rather than the wait's slow fallback poll. A permanent refusal
-            # (access denied, say) would only fail again: the token stays taken, and the
-            # wait's fallback poll moves the pipeline on.
+        except HypdError:
+            # Not completed (throttled, refused...): parked again, so that the event's retry
+            # completes it rather than the wait's slow fallback poll.
             waiters.put_back(waiter)
             raise
         woken.append(waiter.operation_id)

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 
 from hypd.aws.dynamodb import Table
 from hypd.create.waiters import WaiterStore, on_cluster_state_change
-from hypd.errors import AwsAccessDenied, AwsThrottled
+from hypd.errors import AwsAccessDenied
 
 EVENT = json.loads(
     (Path(__file__).resolve().parents[3] / "events"
@@ -89,32 +89,22 @@ def test_a_new_wait_replaces_the_operations_old_token(table: Table) -> None:
 
 
 class RefusingStepFunctions(FakeStepFunctions):
-    """Step Functions answering SendTaskSuccess with an error (`code`)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__()
-        self.code, self.message = code, message
+    """Step Functions refusing the caller (IAM denied SendTaskSuccess, say)."""
 
     def send_task_success(self, taskToken: str, output: str) -> None:  # noqa: N803
-        raise ClientError({"Error": {"Code": self.code, "Message": self.message}},
-                          "SendTaskSuccess")
+        raise ClientError({"Error": {"Code": "AccessDeniedException",
+                                     "Message": "not authorized to perform: "
+                                                "states:SendTaskSuccess"}}, "SendTaskSuccess")
 
 
-THROTTLED = RefusingStepFunctions("ThrottlingException", "Rate exceeded")
-DENIED = RefusingStepFunctions(
-    "AccessDeniedException", "not authorized to perform: states:SendTaskSuccess")
-
-
-def test_a_token_that_could_not_be_completed_for_now_stays_parked_for_the_retry(
-    table: Table,
-) -> None:
-    # Given a parked token and Step Functions throttling its completion
+def test_a_token_that_could_not_be_completed_stays_parked_for_the_retry(table: Table) -> None:
+    # Given a parked token and Step Functions refusing to complete it
     waiters = WaiterStore(table)
     waiters.park("hypd-demo", "op-1", "InService", "token-1", failure_states=("Failed",))
 
     # When the state-change event arrives, the handler fails (so Lambda retries the event)...
-    with pytest.raises(AwsThrottled, match="Rate exceeded"):
-        on_cluster_state_change(EVENT, waiters, lambda: THROTTLED)
+    with pytest.raises(AwsAccessDenied, match="states:SendTaskSuccess"):
+        on_cluster_state_change(EVENT, waiters, lambda: RefusingStepFunctions())
 
     # ...and the token is still parked: the retry completes it, not the wait's slow poll
     (waiter,) = waiters.waiting_for("hypd-demo")
@@ -122,21 +112,6 @@ def test_a_token_that_could_not_be_completed_for_now_stays_parked_for_the_retry(
     sfn = FakeStepFunctions()
     assert on_cluster_state_change(EVENT, waiters, lambda: sfn)["woken"] == ["op-1"]
     assert [token for token, _output in sfn.successes] == ["token-1"]
-
-
-def test_a_token_refused_for_good_is_not_parked_again(table: Table) -> None:
-    # Given a parked token and Step Functions refusing the caller (IAM denied SendTaskSuccess)
-    waiters = WaiterStore(table)
-    waiters.park("hypd-demo", "op-1", "InService", "token-1", failure_states=("Failed",))
-
-    # When the event arrives, the handler fails with the refusal...
-    with pytest.raises(AwsAccessDenied, match="states:SendTaskSuccess"):
-        on_cluster_state_change(EVENT, waiters, lambda: DENIED)
-
-    # ...and the token is not parked again only to be refused once more: the event's retries
-    # find nothing to do, and the wait's fallback poll moves the pipeline on
-    assert waiters.waiting_for("hypd-demo") == []
-    assert on_cluster_state_change(EVENT, waiters, lambda: DENIED)["woken"] == []
 
 
 def test_a_token_parked_again_meanwhile_is_not_overwritten(table: Table) -> None:
