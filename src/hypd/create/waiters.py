@@ -118,7 +118,11 @@ def settle(
                 )
         except HypdError:
             # Not completed (throttled, refused...): parked again, so that the event's retry
-            # completes it rather than the wait's slow fallback poll.
+            # completes it rather than the wait's slow fallback poll. A permanent refusal (IAM
+            # denies SendTaskSuccess) is parked again too: each retry then fails the same way and
+            # the event reaches the dead-letter queue, where the refusal is seen; taken for
+            # good, the retry would succeed with nothing to do and hide it. The wait's fallback
+            # poll moves the pipeline on either way.
             waiters.put_back(waiter)
             raise
         woken.append(waiter.operation_id)
