@@ -181,14 +181,16 @@ def fields_v1(paths: set[Path]) -> dict[str, Any]:
     return tree
 
 
-def managed_fields(ownership: Ownership, api_version: str, times: dict[tuple[str, str], str]
-                   ) -> list[dict[str, Any]]:
+def managed_fields(ownership: Ownership, api_version: str, times: dict[tuple[str, str], str],
+                   default_time: str) -> list[dict[str, Any]]:
+    """``metadata.managedFields``: one entry per manager and operation, each with the RFC 3339
+    time of its last change (``default_time``, the creation time, if none was recorded)."""
     return [
         {
             "manager": manager,
             "operation": operation,
             "apiVersion": api_version,
-            "time": times.get((manager, operation), ""),
+            "time": times.get((manager, operation)) or default_time,
             "fieldsType": "FieldsV1",
             "fieldsV1": fields_v1(paths),
         }

@@ -139,7 +139,8 @@ class ObjectStore:
         obj["kind"] = rtype.kind
         if entry.ownership:
             obj["metadata"]["managedFields"] = ssa.managed_fields(
-                entry.ownership, rtype.api_version, entry.times
+                entry.ownership, rtype.api_version, entry.times,
+                obj["metadata"].get("creationTimestamp") or self._now(),
             )
         return obj
 
@@ -395,7 +396,12 @@ class ObjectStore:
             return items, str(self._rv), next_token
 
     def _write(self, rtype: ResourceType, namespace: str | None, name: str,
-               entry: _Entry, new: dict[str, Any], manager: str, operation: str) -> dict[str, Any]:
+               entry: _Entry, new: dict[str, Any], manager: str, operation: str,
+               ownership: ssa.Ownership | None = None) -> dict[str, Any]:
+        """Store ``new`` as the object; ``ownership`` is the field ownership after an apply
+        (for an update it is derived here). A write that changes neither the object nor its
+        managed fields is a no-op, as on the API server: same resourceVersion, same
+        managedFields (times included)."""
         old = entry.obj
         metadata = new.setdefault("metadata", {})
         for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -413,12 +419,17 @@ class ObjectStore:
         metadata["generation"] = generation + 1 if self._spec_changed(old, new) else generation
         new.pop("apiVersion", None)
         new.pop("kind", None)
-        if new == {**old, "metadata": {**old["metadata"], "generation": metadata["generation"]}}:
-            return self._view(rtype, entry)  # no-op writes keep the resourceVersion
-        if operation == "Update":
-            ssa.record_update(old, new, entry.ownership, manager)
+        if ownership is None:
+            ownership = copy.deepcopy(entry.ownership)
+            ssa.record_update(old, new, ownership, manager)
+        unchanged = new == {**old, "metadata": {**old["metadata"],
+                                                "generation": metadata["generation"]}}
+        if unchanged and ownership == entry.ownership:
+            return self._view(rtype, entry)
         metadata["resourceVersion"] = self._next_rv()
-        entry.times[(manager, operation)] = self._now()
+        if (manager, operation) in ownership:
+            entry.times[(manager, operation)] = self._now()
+        entry.ownership = ownership
         entry.obj = new
         self._after_write(rtype, entry)
         if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
@@ -548,8 +559,8 @@ class ObjectStore:
         new = ssa.apply(current, applied, ownership, manager, force=force,
                         resource=rtype.plural, group=rtype.group, name=name)
         new = self._merge_subresource(rtype, existing.obj, new, subresource)
-        existing.ownership = ownership
-        return self._write(rtype, namespace, name, existing, new, manager, "Apply"), False
+        return self._write(rtype, namespace, name, existing, new, manager, "Apply",
+                           ownership), False
 
     def _remove(self, rtype: ResourceType, namespace: str | None, name: str) -> None:
         bucket = self._bucket(rtype, namespace)
