@@ -299,7 +299,9 @@ class Emulation:
                 continue
             active.add(name)
             if name not in kube:
-                url = kube.ensure(name, self._authorizer(name))
+                url = kube.ensure(name, self._authorizer(name),
+                                  kubernetes_version=cluster["version"],
+                                  platform_version=cluster.get("platformVersion"))
                 server = kube.get(name)
                 assert server is not None
                 self.eks.set_endpoint(name, url, server.certificate_authority_data)

@@ -16,6 +16,7 @@ from moto.server import ThreadedMotoServer
 from hypd_local.clock import VirtualClock
 from hypd_local.emulator.eks_catalog import access_policy_arn
 from hypd_local.kube import CLUSTER_ADMIN, VIEW, AccessDecision, AccessPolicy, KubeApiServer
+from tests.kubectl import Kubectl, write_kubeconfig
 
 ACCOUNT = "123456789012"
 REGION = "us-west-2"
@@ -124,13 +125,41 @@ def make_client(server: KubeApiServer, ca_file: str) -> Iterator[ClientFactory]:
 
 
 @pytest.fixture
-def admin(principals: Principals, access: dict[str, AccessDecision],
-          make_client: ClientFactory) -> k8s.ApiClient:
-    """A client for a role with AmazonEKSClusterAdminPolicy."""
+def admin_token(principals: Principals, access: dict[str, AccessDecision]) -> str:
+    """A bearer token of a role with AmazonEKSClusterAdminPolicy."""
     arn, session = principals.role("admin")
     policy = AccessPolicy(access_policy_arn("aws", CLUSTER_ADMIN))
     access[arn] = AccessDecision(username=arn, policies=(policy,))
-    return make_client(eks_token(session, CLUSTER))
+    return eks_token(session, CLUSTER)
+
+
+@pytest.fixture
+def admin(admin_token: str, make_client: ClientFactory) -> k8s.ApiClient:
+    """A client for a role with AmazonEKSClusterAdminPolicy."""
+    return make_client(admin_token)
+
+
+KubectlFactory = Callable[[str], Kubectl]
+
+
+@pytest.fixture
+def kubectl_as(server: KubeApiServer, tmp_path: Path) -> KubectlFactory:
+    """token -> the real kubectl with a kubeconfig for the server (its CA, that token)."""
+    made = itertools.count()
+
+    def make(token: str) -> Kubectl:
+        number = next(made)
+        config = write_kubeconfig(tmp_path / f"kubeconfig-{number}", server.url,
+                                  server.certificate_authority_data, token)
+        return Kubectl(config, tmp_path / f"kubectl-home-{number}")
+
+    return make
+
+
+@pytest.fixture
+def kubectl(kubectl_as: KubectlFactory, admin_token: str) -> Kubectl:
+    """The real kubectl as a cluster administrator."""
+    return kubectl_as(admin_token)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from typing import Any
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from hypd_local.emulator.eks_catalog import DEFAULT_KUBERNETES_VERSION
 from hypd_local.kube import tls
 from hypd_local.kube.auth import (
     AccessDecision,
@@ -30,11 +31,11 @@ from hypd_local.kube.errors import KubeError, bad_request, method_not_allowed
 from hypd_local.kube.karpenter import HyperPodCluster, KarpenterStatus
 from hypd_local.kube.resources import CRD_GROUP, CRD_PLURAL, ResourceType
 from hypd_local.kube.store import APPLY_PATCH, Clock, ObjectStore, rfc3339
+from hypd_local.kube.version import git_version, version_info
 
 LOG = logging.getLogger(__name__)
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 
-KUBERNETES_VERSION = ("1", "31")
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 DEEP_HEALTH_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -72,13 +73,19 @@ class KubeApiServer:
     :class:`AccessDecision`, or ``None`` when it has none (401, as EKS answers). ``sts_endpoint``
     is where bearer tokens' presigned STS URLs are sent (the local cloud's moto endpoint).
     With ``tls`` (default) the server speaks https with a CA of its own
-    (:attr:`certificate_authority_data`); without, plain http.
+    (:attr:`certificate_authority_data`); without, plain http. ``kubernetes_version`` and
+    ``platform_version`` are the EKS cluster's (DescribeCluster): ``/version`` and the kubelets
+    of joined nodes report that build.
     """
 
     def __init__(self, cluster_name: str, authorizer: Authorizer, clock: Clock,
                  host: str = "127.0.0.1", port: int = 0, *, sts_endpoint: str | None = None,
-                 tls_enabled: bool = True, token_clock: Clock | None = None) -> None:
+                 tls_enabled: bool = True, token_clock: Clock | None = None,
+                 kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+                 platform_version: str | None = None) -> None:
         self.cluster_name = cluster_name
+        self.kubernetes_version = kubernetes_version
+        self.platform_version = platform_version
         self.authorizer = authorizer
         self.clock = clock
         self.host = host
@@ -180,6 +187,7 @@ class KubeApiServer:
         all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                       "kubernetes.io/arch": "amd64", **labels}
         resources = dict(capacity or {"cpu": "8", "memory": "32Gi", "pods": "110"})
+        kubelet = git_version(self.kubernetes_version, self.platform_version)
         node: dict[str, Any] = {
             "metadata": {"name": name, "labels": all_labels},
             "spec": {"taints": [dict(t) for t in taints]},
@@ -192,8 +200,7 @@ class KubeApiServer:
                     for kind in ("MemoryPressure", "DiskPressure", "PIDPressure")
                 ],
                 "addresses": [{"type": "Hostname", "address": name}],
-                "nodeInfo": {"kubeletVersion": "v{}.{}.0-eks".format(*KUBERNETES_VERSION),
-                             "kubeProxyVersion": "v{}.{}.0-eks".format(*KUBERNETES_VERSION),
+                "nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": kubelet,
                              "operatingSystem": "linux", "architecture": "amd64",
                              "osImage": "Amazon Linux 2023", "kernelVersion": "6.1.0",
                              "containerRuntimeVersion": "containerd://1.7.0",
@@ -365,11 +372,7 @@ class KubeApiServer:
 
     # ------------------------------------------------------------- discovery
     def _version(self) -> dict[str, str]:
-        major, minor = KUBERNETES_VERSION
-        return {"major": major, "minor": minor, "gitVersion": f"v{major}.{minor}.0-eks-local",
-                "gitCommit": "0" * 40, "gitTreeState": "clean",
-                "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.22", "compiler": "gc",
-                "platform": "linux/amd64"}
+        return version_info(self.kubernetes_version, self.platform_version)
 
     def _versions_by_group(self) -> dict[str, list[str]]:
         groups: dict[str, list[str]] = {}
