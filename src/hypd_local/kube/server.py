@@ -10,7 +10,7 @@ import ssl
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -32,6 +32,7 @@ from hypd_local.kube.karpenter import HyperPodCluster, KarpenterStatus
 from hypd_local.kube.resources import CRD_GROUP, CRD_PLURAL, ResourceType
 from hypd_local.kube.store import APPLY_PATCH, Clock, ObjectStore, rfc3339
 from hypd_local.kube.version import git_version, version_info
+from hypd_local.kube.watch import WatchRequest, watch_events
 
 LOG = logging.getLogger(__name__)
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
@@ -104,6 +105,7 @@ class KubeApiServer:
             ssl_context=ssl_context,
         )
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # ends the watches being streamed
 
     # ------------------------------------------------------------ lifecycle
     def _ssl_context(self) -> ssl.SSLContext:
@@ -144,6 +146,8 @@ class KubeApiServer:
         return self.url
 
     def stop(self) -> None:
+        self._stopping.set()
+        self.store.wake_watchers()
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join()
@@ -429,7 +433,7 @@ class KubeApiServer:
             raise self._no_route()
         method = request.method
         args = request.args
-        if method == "GET" and args.get("watch") in ("true", "1"):
+        if method == "GET" and name is None and args.get("watch") in ("true", "1"):
             verb = "watch"
         elif name is None:
             verb = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}.get(method, "")
@@ -444,7 +448,9 @@ class KubeApiServer:
             request.headers.get("User-Agent", "unknown").split("/", 1)[0] or "unknown")
         store = self.store
         if verb == "watch":
-            raise method_not_allowed("watch is not supported by the local Kubernetes API")
+            events = watch_events(store, rtype, namespace, WatchRequest.from_args(args),
+                                  self._stopping)
+            return self._stream(events)
         if verb == "get":
             assert name is not None
             return _json(store.get(rtype, namespace, name))
@@ -490,6 +496,19 @@ class KubeApiServer:
                     raise
         return _json({"kind": "Status", "apiVersion": "v1", "metadata": {},
                       "status": "Success"})
+
+    @staticmethod
+    def _stream(events: Iterator[dict[str, Any]]) -> Response:
+        """A watch's events as the API server streams them: one JSON object per line, each
+        flushed as it happens (chunked transfer encoding: the length is never known)."""
+
+        def lines() -> Iterator[bytes]:
+            yield b""  # the status line and headers go out at once, before any event
+            for event in events:
+                yield json.dumps(event).encode() + b"\n"
+
+        return Response(lines(), status=200, content_type="application/json",
+                        direct_passthrough=True)
 
     @staticmethod
     def _body(request: Request) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import re
 import secrets
 import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -78,6 +79,33 @@ def rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+WATCH_HISTORY = 10_000
+"""How many changes the store keeps for watches (etcd's compaction, in count instead of time):
+a watch from an older resourceVersion is told 410 Expired."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One write as a watch reports it: ADDED, MODIFIED or DELETED, at resourceVersion ``rv``.
+    ``obj`` is the object after the change (for DELETED its last state, with the deletion's
+    resourceVersion); ``prev`` the object before a MODIFIED one."""
+
+    rv: int
+    type: str
+    resource: tuple[str, str]  # (group, plural)
+    namespace: str  # "" when cluster-scoped
+    obj: dict[str, Any]
+    prev: dict[str, Any] | None = None
+
+
+class Expired(KubeError):
+    """The resourceVersion a watch starts from is older than the changes the store keeps."""
+
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(410, "Expired",
+                         f"too old resource version: {requested} ({oldest})")
+
+
 @dataclass
 class _Entry:
     obj: dict[str, Any]
@@ -94,6 +122,9 @@ class ObjectStore:
         self._builtin = {(t.group, t.version, t.plural): t for t in BUILTIN}
         self._crd_types: dict[tuple[str, str, str], ResourceType] = {}
         self._controllers: list[Controller] = [volumes.VolumeBinding()]
+        self._changes: deque[Change] = deque(maxlen=WATCH_HISTORY)
+        self._compacted = 0  # the newest resourceVersion whose change is no longer kept
+        self._changed = threading.Condition(self._lock)
         ns_type = self._builtin[("", "v1", "namespaces")]
         for name in DEFAULT_NAMESPACES:
             self.create(ns_type, None, {"metadata": {"name": name}}, "kube-apiserver")
@@ -113,6 +144,68 @@ class ObjectStore:
             if rtype.group == group and rtype.plural == plural:
                 return rtype
         raise KeyError((group, plural))
+
+    def _type_of(self, resource: tuple[str, str]) -> ResourceType | None:
+        """The served type of stored objects of (group, plural) (a CRD's storage version)."""
+        group, plural = resource
+        for rtype in self._builtin.values():
+            if rtype.group == group and rtype.plural == plural:
+                return rtype
+        found = [t for t in self._crd_types.values() if t.group == group and t.plural == plural]
+        return next((t for t in found if t.storage), found[0] if found else None)
+
+    # ----------------------------------------------------------------- watch
+    def _record(self, rtype: ResourceType, kind: str, view: dict[str, Any],
+                prev: dict[str, Any] | None = None) -> None:
+        if self._changes.maxlen is not None and len(self._changes) == self._changes.maxlen:
+            self._compacted = self._changes[0].rv
+        self._changes.append(Change(int(view["metadata"]["resourceVersion"]), kind,
+                                    (rtype.group, rtype.plural),
+                                    view["metadata"].get("namespace") or "", view, prev))
+        self._changed.notify_all()
+
+    def watch_start(self, rtype: ResourceType, namespace: str | None, since: int | None
+                    ) -> tuple[list[dict[str, Any]] | None, int]:
+        """Where a watch begins: without ``since``, the objects there are now (the watch's
+        synthetic ADDED events) and the current resourceVersion; with it, no objects and
+        ``since`` (`Expired` when changes after it are no longer kept)."""
+        with self._lock:
+            if since is None:
+                buckets = self._objects.get((rtype.group, rtype.plural), {})
+                views = [self._view(rtype, entry)
+                         for ns, bucket in sorted(buckets.items())
+                         if namespace is None or ns == namespace
+                         for _name, entry in sorted(bucket.items())]
+                return views, self._rv
+            if since < self._compacted:
+                raise Expired(since, self._compacted + 1)
+            return None, since
+
+    def changes_since(self, rtype: ResourceType, namespace: str | None, since: int,
+                      wait: float = 0.0) -> tuple[list[Change], int]:
+        """The changes of ``rtype``'s objects (in ``namespace``, if given) after resourceVersion
+        ``since``, oldest first, and the resourceVersion they bring the watch to. Waits up to
+        ``wait`` seconds (real time) for a write when there is none yet."""
+        resource = (rtype.group, rtype.plural)
+        with self._changed:
+            if self._rv <= since and wait > 0:
+                self._changed.wait(wait)
+            if since < self._compacted:
+                raise Expired(since, self._compacted + 1)
+            found: list[Change] = []
+            for change in reversed(self._changes):
+                if change.rv <= since:
+                    break
+                if change.resource == resource and (namespace is None
+                                                    or change.namespace == namespace):
+                    found.append(change)
+            found.reverse()
+            return found, max(self._rv, since)
+
+    def wake_watchers(self) -> None:
+        """Wake every waiting `changes_since` (e.g. because the server stops)."""
+        with self._changed:
+            self._changed.notify_all()
 
     # --------------------------------------------------------------- helpers
     def _now(self) -> str:
@@ -279,9 +372,14 @@ class ObjectStore:
              for resource, by_key in entries.items()},
             self._now(),
         )
-        for entry, old in zip(flat, before, strict=True):
+        resources = [resource for resource, by_key in entries.items() for _ in by_key]
+        for resource, entry, old in zip(resources, flat, before, strict=True):
             if entry.obj != old:
+                rtype = self._type_of(resource)
                 entry.obj["metadata"]["resourceVersion"] = self._next_rv()
+                if rtype is not None:
+                    prev = self._view(rtype, _Entry(old, entry.ownership, entry.times))
+                    self._record(rtype, "MODIFIED", self._view(rtype, entry), prev)
 
     def _reconcile_watchers(self, rtype: ResourceType | None) -> None:
         """Run the controllers watching ``rtype`` (None: every controller)."""
@@ -289,7 +387,10 @@ class ObjectStore:
             if rtype is None or (rtype.group, rtype.plural) in controller.resources:
                 self._reconcile(controller)
 
-    def _after_write(self, rtype: ResourceType, entry: _Entry) -> None:
+    def _after_write(self, rtype: ResourceType, entry: _Entry, kind: str,
+                     prev: dict[str, Any] | None = None) -> None:
+        """What the API server does as part of a write (a CRD's status, a secret's
+        ``stringData``), the write's watch event, then the controllers watching ``rtype``."""
         if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             self._crd_status(entry.obj)
             self._refresh_crds()
@@ -299,6 +400,7 @@ class ObjectStore:
             for key, value in string_data.items():
                 assert data is not None
                 data[key] = base64.b64encode(str(value).encode()).decode()
+        self._record(rtype, kind, self._view(rtype, entry), prev)
         self._reconcile_watchers(rtype)
 
     @staticmethod
@@ -346,7 +448,7 @@ class ObjectStore:
             ssa.record_update(None, obj, entry.ownership, manager)
             entry.times[(manager, "Update")] = metadata["creationTimestamp"]
             bucket[name] = entry
-            self._after_write(rtype, entry)
+            self._after_write(rtype, entry, "ADDED")
             if not rtype.group and rtype.plural == "namespaces":
                 sa_type = self.builtin_type("", "serviceaccounts")
                 self.create(sa_type, name, {"metadata": {"name": "default"}}, "kube-controller")
@@ -426,15 +528,17 @@ class ObjectStore:
                                                 "generation": metadata["generation"]}}
         if unchanged and ownership == entry.ownership:
             return self._view(rtype, entry)
+        prev = self._view(rtype, entry)
         metadata["resourceVersion"] = self._next_rv()
         if (manager, operation) in ownership:
             entry.times[(manager, operation)] = self._now()
         entry.ownership = ownership
         entry.obj = new
-        self._after_write(rtype, entry)
+        self._after_write(rtype, entry, "MODIFIED", prev)
+        view = self._view(rtype, entry)
         if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
             self._remove(rtype, namespace, name)
-        return self._view(rtype, entry)
+        return view
 
     def _merge_subresource(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any],
                            subresource: str | None) -> dict[str, Any]:
@@ -562,23 +666,43 @@ class ObjectStore:
         return self._write(rtype, namespace, name, existing, new, manager, "Apply",
                            ownership), False
 
-    def _remove(self, rtype: ResourceType, namespace: str | None, name: str) -> None:
+    def _gone(self, rtype: ResourceType | None, entry: _Entry) -> dict[str, Any] | None:
+        """Record the deletion of a removed entry (a new resourceVersion); its last view."""
+        entry.obj["metadata"]["resourceVersion"] = self._next_rv()
+        if rtype is None:
+            return None
+        view = self._view(rtype, entry)
+        self._record(rtype, "DELETED", view)
+        return view
+
+    def _remove(self, rtype: ResourceType, namespace: str | None, name: str
+                ) -> dict[str, Any] | None:
+        """Remove an object (and what it contains: a namespace's objects, a CRD's custom
+        resources), each with its DELETED event; the object's last view."""
         bucket = self._bucket(rtype, namespace)
         entry = bucket.pop(name, None)
         if entry is None:
-            return
+            return None
         if not rtype.group and rtype.plural == "namespaces":
-            for (_group, _plural), namespaces in self._objects.items():
-                namespaces.pop(name, None)
+            for resource, namespaces in self._objects.items():
+                inside = namespaces.pop(name, {})
+                for _child_name, child in sorted(inside.items()):
+                    self._gone(self._type_of(resource), child)
         cascade = not rtype.group and rtype.plural == "namespaces"
         if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             spec = entry.obj.get("spec") or {}
-            plural = (spec.get("names") or {}).get("plural", "")
-            self._objects.pop((spec.get("group", ""), plural), None)
+            resource = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+            crd_rtype = self._type_of(resource)
+            for _ns, objects in sorted(self._objects.pop(resource, {}).items()):
+                for _child_name, child in sorted(objects.items()):
+                    self._gone(crd_rtype, child)
+        view = self._gone(rtype, entry)
+        if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             self._refresh_crds()
             cascade = True
         # e.g. a claim's volume is Released, a volume's claim Lost
         self._reconcile_watchers(None if cascade else rtype)
+        return view
 
     def delete(
         self, rtype: ResourceType, namespace: str | None, name: str
@@ -590,14 +714,14 @@ class ObjectStore:
             metadata = entry.obj["metadata"]
             if metadata.get("finalizers"):
                 if not metadata.get("deletionTimestamp"):
+                    prev = self._view(rtype, entry)
                     metadata["deletionTimestamp"] = self._now()
                     metadata["deletionGracePeriodSeconds"] = 0
                     metadata["resourceVersion"] = self._next_rv()
+                    self._record(rtype, "MODIFIED", self._view(rtype, entry), prev)
                 return self._view(rtype, entry), False
-            deleted = self._view(rtype, entry)
-            self._remove(rtype, namespace, name)
-            self._next_rv()
-            if rtype.returns_deleted:
+            deleted = self._remove(rtype, namespace, name)
+            if rtype.returns_deleted and deleted is not None:
                 return deleted, True
             return {
                 "kind": "Status",
