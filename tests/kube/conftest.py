@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import http.client
 import itertools
-from collections.abc import Callable, Iterator
+import json
+import ssl
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +173,35 @@ def viewer(principals: Principals, access: dict[str, AccessDecision],
     policy = AccessPolicy(access_policy_arn("aws", VIEW))
     access[arn] = AccessDecision(username="viewer", policies=(policy,))
     return make_client(eks_token(session, CLUSTER))
+
+
+class Http:
+    """Plain HTTPS requests to the server, as the admin (exact headers and bodies)."""
+
+    def __init__(self, server: KubeApiServer, ca_file: str, token: str) -> None:
+        self.server = server
+        self.context = ssl.create_default_context(cafile=ca_file)
+        self.token = token
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: Mapping[str, str] | None = None
+                ) -> tuple[int, http.client.HTTPMessage, bytes]:
+        connection = http.client.HTTPSConnection(self.server.host, self.server.port,
+                                                 context=self.context, timeout=60)
+        try:
+            connection.request(method, path, body=body, headers={
+                "Authorization": f"Bearer {self.token}", **(headers or {})})
+            response = connection.getresponse()
+            return response.status, response.headers, response.read()
+        finally:
+            connection.close()
+
+    def get(self, path: str, **headers: str) -> tuple[int, Any]:
+        """GET ``path`` with ``headers`` (``Accept="..."``); the status and the JSON body."""
+        status, _headers, body = self.request("GET", path, headers=headers)
+        return status, json.loads(body) if body else None
+
+
+@pytest.fixture
+def http_admin(server: KubeApiServer, ca_file: str, admin_token: str) -> Http:
+    return Http(server, ca_file, admin_token)

@@ -18,7 +18,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from hypd_local.emulator.eks_catalog import DEFAULT_KUBERNETES_VERSION
-from hypd_local.kube import tls
+from hypd_local.kube import tables, tls
 from hypd_local.kube.auth import (
     AccessDecision,
     AuthenticationError,
@@ -185,8 +185,10 @@ class KubeApiServer:
     def join_node(self, name: str, labels: Mapping[str, str],
                   taints: Iterable[Mapping[str, str]] = (), ready: bool = True, *,
                   provider_id: str | None = None,
-                  capacity: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """A node registers (as the kubelet does) with its labels, taints and conditions."""
+                  capacity: Mapping[str, str] | None = None,
+                  addresses: Iterable[Mapping[str, str]] = ()) -> dict[str, Any]:
+        """A node registers (as the kubelet does) with its labels, taints, conditions and
+        addresses (``InternalIP``, ``InternalDNS``; ``Hostname`` is its name)."""
         now = rfc3339(self.clock.now())
         all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                       "kubernetes.io/arch": "amd64", **labels}
@@ -203,7 +205,8 @@ class KubeApiServer:
                      "lastHeartbeatTime": now, "lastTransitionTime": now, "message": ""}
                     for kind in ("MemoryPressure", "DiskPressure", "PIDPressure")
                 ],
-                "addresses": [{"type": "Hostname", "address": name}],
+                "addresses": [*(dict(a) for a in addresses),
+                              {"type": "Hostname", "address": name}],
                 "nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": kubelet,
                              "operatingSystem": "linux", "architecture": "amd64",
                              "osImage": "Amazon Linux 2023", "kernelVersion": "6.1.0",
@@ -447,13 +450,27 @@ class KubeApiServer:
         manager = args.get("fieldManager") or (
             request.headers.get("User-Agent", "unknown").split("/", 1)[0] or "unknown")
         store = self.store
+        target = tables.negotiate(request.headers.get("Accept"))
+        if verb in ("get", "list", "watch") and target.kind == "Table":
+            include = tables.include_object(args)
         if verb == "watch":
             events = watch_events(store, rtype, namespace, WatchRequest.from_args(args),
                                   self._stopping)
+            if target.kind == "Table":
+                events = self._table_events(rtype, events, target, include)
+            elif target.kind is not None:
+                events = ({**event, "object": tables.partial_metadata(event["object"], target)}
+                          if event["type"] != "ERROR" else event for event in events)
             return self._stream(events)
         if verb == "get":
             assert name is not None
-            return _json(store.get(rtype, namespace, name))
+            obj = store.get(rtype, namespace, name)
+            if target.kind == "Table":
+                return _json(self._table(rtype, [obj], target, include,
+                                         {"resourceVersion": obj["metadata"]["resourceVersion"]}))
+            if target.kind is not None:
+                return _json(tables.partial_metadata(obj, target))
+            return _json(obj)
         if verb == "list":
             limit = args.get("limit", type=int)
             items, rv, token = store.list(
@@ -463,6 +480,10 @@ class KubeApiServer:
             metadata: dict[str, Any] = {"resourceVersion": rv}
             if token:
                 metadata["continue"] = token
+            if target.kind == "Table":
+                return _json(self._table(rtype, items, target, include, metadata))
+            if target.kind is not None:
+                return _json(tables.partial_metadata_list(items, metadata, target))
             return _json({"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
                           "metadata": metadata, "items": items})
         if verb == "create":
@@ -496,6 +517,28 @@ class KubeApiServer:
                     raise
         return _json({"kind": "Status", "apiVersion": "v1", "metadata": {},
                       "status": "Success"})
+
+    def _table(self, rtype: ResourceType, objects: list[dict[str, Any]], target: tables.Target,
+               include: str, metadata: dict[str, Any], *, headers: bool = True
+               ) -> dict[str, Any]:
+        return tables.to_table(rtype, objects, self.clock.now(), target, include=include,
+                               crd_version=self.store.crd_version(rtype),
+                               list_metadata=metadata, headers=headers)
+
+    def _table_events(self, rtype: ResourceType, events: Iterator[dict[str, Any]],
+                      target: tables.Target, include: str) -> Iterator[dict[str, Any]]:
+        """A watch as Tables: each event's object a one-row Table, the columns in the first."""
+        headers = True
+        for event in events:
+            if event["type"] == "ERROR":
+                yield event
+                continue
+            obj = event["object"]
+            metadata = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            rows = [] if event["type"] == "BOOKMARK" else [obj]
+            yield {**event, "object": self._table(rtype, rows, target, include, metadata,
+                                                  headers=headers)}
+            headers = False
 
     @staticmethod
     def _stream(events: Iterator[dict[str, Any]]) -> Response:

@@ -154,6 +154,21 @@ class ObjectStore:
         found = [t for t in self._crd_types.values() if t.group == group and t.plural == plural]
         return next((t for t in found if t.storage), found[0] if found else None)
 
+    def crd_version(self, rtype: ResourceType) -> dict[str, Any] | None:
+        """The ``spec.versions[]`` entry of the CRD that serves ``rtype`` (None: built-in)."""
+        if not rtype.crd:
+            return None
+        with self._lock:
+            crds = self._bucket(self.builtin_type(CRD_GROUP, CRD_PLURAL), None)
+            for entry in crds.values():
+                spec = entry.obj.get("spec") or {}
+                if (spec.get("group") == rtype.group
+                        and (spec.get("names") or {}).get("plural") == rtype.plural):
+                    for version in spec.get("versions") or []:
+                        if version.get("name") == rtype.version:
+                            return copy.deepcopy(dict(version))
+        return None
+
     # ----------------------------------------------------------------- watch
     def _record(self, rtype: ResourceType, kind: str, view: dict[str, Any],
                 prev: dict[str, Any] | None = None) -> None:
