@@ -107,12 +107,19 @@ class Kubectl:
         return subprocess.run(self._argv(args), input=stdin, capture_output=True, text=True,  # noqa: S603
                               env=self.env, timeout=TIMEOUT, check=False)
 
-    def run(self, *args: str, stdin: str | None = None) -> str:
-        """kubectl's output of a command that must succeed."""
+    def _succeeds(self, args: Sequence[str], stdin: str | None) -> subprocess.CompletedProcess[str]:
         done = self._complete(args, stdin)
         if done.returncode != 0:
             pytest.fail(f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
-        return done.stdout
+        return done
+
+    def run(self, *args: str, stdin: str | None = None) -> str:
+        """kubectl's output of a command that must succeed."""
+        return self._succeeds(args, stdin).stdout
+
+    def stderr(self, *args: str, stdin: str | None = None) -> str:
+        """kubectl's error output (warnings) of a command that must succeed."""
+        return self._succeeds(args, stdin).stderr
 
     def fails(self, *args: str, stdin: str | None = None) -> str:
         """kubectl's error output of a command that must fail."""

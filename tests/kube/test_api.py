@@ -181,7 +181,8 @@ def test_crd_then_custom_objects(admin: k8s.ApiClient, tmp_path: Path) -> None:
             "names": {"plural": "hyperpodnodeclasses", "singular": "hyperpodnodeclass",
                       "kind": "HyperpodNodeClass", "listKind": "HyperpodNodeClassList"},
             "versions": [{"name": "v1", "served": True, "storage": True,
-                          "schema": {"openAPIV3Schema": {"type": "object"}},
+                          "schema": {"openAPIV3Schema": {
+                              "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
                           "subresources": {"status": {}}}],
         },
     }

@@ -18,7 +18,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from hypd_local.emulator.eks_catalog import DEFAULT_KUBERNETES_VERSION
-from hypd_local.kube import tables, tls
+from hypd_local.kube import openapi, schemas, tables, tls, validation
 from hypd_local.kube.auth import (
     AccessDecision,
     AuthenticationError,
@@ -29,6 +29,7 @@ from hypd_local.kube.auth import (
 )
 from hypd_local.kube.errors import KubeError, bad_request, method_not_allowed
 from hypd_local.kube.karpenter import HyperPodCluster, KarpenterStatus
+from hypd_local.kube.openapi import gv_path
 from hypd_local.kube.resources import CRD_GROUP, CRD_PLURAL, ResourceType
 from hypd_local.kube.store import APPLY_PATCH, Clock, ObjectStore, rfc3339
 from hypd_local.kube.version import git_version, version_info
@@ -106,6 +107,9 @@ class KubeApiServer:
         )
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()  # ends the watches being streamed
+        self.openapi = openapi.OpenApiDocuments(
+            self.store.all_types, self.store.crd_version, lambda: self.store.crd_revision,
+            lambda: git_version(self.kubernetes_version, self.platform_version))
 
     # ------------------------------------------------------------ lifecycle
     def _ssl_context(self) -> ssl.SSLContext:
@@ -352,8 +356,13 @@ class KubeApiServer:
         decision = self._authenticate(request)
         if not segments or segments == ["version"]:
             if not segments:
-                return _json({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz"]})
+                return _json({"paths": sorted({
+                    "/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2",
+                    "/openapi/v3", "/readyz", "/version",
+                    *(f"/{gv_path(t.group, t.version)}" for t in self.store.all_types())})})
             return _json(self._version())
+        if segments[0] == "openapi":
+            return self._openapi(request, segments[1:])
         if segments[0] == "api":
             if len(segments) == 1:
                 return _json({"kind": "APIVersions", "versions": ["v1"],
@@ -376,6 +385,60 @@ class KubeApiServer:
     @staticmethod
     def _no_route() -> KubeError:
         return KubeError(404, "NotFound", "the server could not find the requested resource")
+
+    # --------------------------------------------------------------- openapi
+    def _openapi(self, request: Request, rest: list[str]) -> Response:
+        if request.method != "GET":
+            raise method_not_allowed()
+        accept = request.headers.get("Accept") or ""
+        if rest == ["v2"]:
+            if any(media in accept for media in openapi.PROTOBUF_V2_ALIASES):
+                return Response(self.openapi.v2_protobuf(), status=200,
+                                content_type=openapi.PROTOBUF_V2)
+            if accept and not any(m in accept for m in ("application/json", "*/*")):
+                raise KubeError(406, "NotAcceptable", "only the following media types are "
+                                f"accepted: application/json, {openapi.PROTOBUF_V2}")
+            return _json(self.openapi.v2())
+        if rest == ["v3"]:
+            return _json(self.openapi.v3_root())
+        if len(rest) < 3 or rest[0] != "v3":
+            raise self._no_route()
+        found = self.openapi.v3_document("/".join(rest[1:]))
+        if found is None:
+            raise self._no_route()
+        document, digest = found
+        wanted = request.args.get("hash")
+        if wanted and wanted != digest:  # an old link: the document changed since
+            response = Response(status=301)
+            response.headers["Location"] = f"{request.path}?hash={digest}"
+            return response
+        response = _json(document)
+        response.headers["Etag"] = f'"{digest}"'
+        response.headers["Cache-Control"] = "public, immutable" if wanted else "no-cache, private"
+        return response
+
+    def _admission(self, rtype: ResourceType, args: Mapping[str, str],
+                   raw: bytes | None = None) -> validation.Admission:
+        """The checks a write's objects get: fields per ``fieldValidation``, a custom
+        resource's schema."""
+        definitions = schemas.builtin_definitions()
+        declared: dict[str, Any] = {}
+        if rtype.crd:
+            declared = schemas.custom_resource_schemas(rtype, self.store.crd_version(rtype))
+            root: Any = declared[f"{schemas.crd_definition_prefix(rtype.group, rtype.version)}"
+                                 f".{rtype.kind}"]
+        else:
+            name = schemas.builtin_root(rtype.group, rtype.version, rtype.kind)
+            root = definitions.get(name) if name else None
+
+        def resolve(name: str) -> Any:
+            return declared.get(name) or definitions.get(name)
+
+        check = validation.Admission(root, resolve, rtype.kind, rtype.group, rtype.version,
+                                     rtype.crd, validation.directive(args.get("fieldValidation")))
+        if raw:
+            check.duplicates = validation.duplicate_fields(raw)
+        return check
 
     # ------------------------------------------------------------- discovery
     def _version(self) -> dict[str, str]:
@@ -486,20 +549,8 @@ class KubeApiServer:
                 return _json(tables.partial_metadata_list(items, metadata, target))
             return _json({"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
                           "metadata": metadata, "items": items})
-        if verb == "create":
-            return _json(store.create(rtype, namespace, self._body(request), manager), 201)
-        if verb == "update":
-            assert name is not None
-            return _json(store.replace(rtype, namespace, name, self._body(request), manager,
-                                       subresource))
-        if verb == "patch":
-            assert name is not None
-            content_type = request.mimetype
-            apply_manager = args.get("fieldManager") if content_type == APPLY_PATCH else manager
-            obj, created = store.patch(
-                rtype, namespace, name, content_type, request.get_data(), apply_manager,
-                force=args.get("force") in ("true", "1"), subresource=subresource)
-            return _json(obj, 201 if created else 200)
+        if verb in ("create", "update", "patch"):
+            return self._write(request, rtype, namespace, name, subresource, verb, manager)
         if verb == "delete":
             assert name is not None
             body, _gone = store.delete(rtype, namespace, name)
@@ -553,9 +604,47 @@ class KubeApiServer:
         return Response(lines(), status=200, content_type="application/json",
                         direct_passthrough=True)
 
+    def _write(self, request: Request, rtype: ResourceType, namespace: str | None,
+               name: str | None, subresource: str | None, verb: str, manager: str) -> Response:
+        args = request.args
+        if verb == "patch":
+            assert name is not None
+            content_type = request.mimetype
+            raw = request.get_data()
+            admission = self._admission(rtype, args, raw if content_type != APPLY_PATCH else None)
+            apply_manager = args.get("fieldManager") if content_type == APPLY_PATCH else manager
+            obj, created = self.store.patch(
+                rtype, namespace, name, content_type, raw, apply_manager,
+                force=args.get("force") in ("true", "1"), subresource=subresource,
+                admission=admission)
+            status = 201 if created else 200
+        else:
+            body = self._body(request)
+            admission = self._admission(rtype, args, request.get_data())
+            if verb == "create":
+                obj, status = self.store.create(rtype, namespace, body, manager,
+                                                admission=admission), 201
+            else:
+                assert name is not None
+                obj, status = self.store.replace(rtype, namespace, name, body, manager,
+                                                 subresource, admission=admission), 200
+        response = _json(obj, status)
+        for header, value in validation.warning_headers(admission.warnings):
+            response.headers.add(header, value)
+        return response
+
     @staticmethod
     def _body(request: Request) -> dict[str, Any]:
         raw = request.get_data()
+        if request.mimetype and request.mimetype not in (
+            "application/json", "application/yaml", "application/x-yaml", "text/yaml",
+            "text/plain",
+        ):
+            raise KubeError(415, "UnsupportedMediaType",
+                            f"the body of the request was in an unknown format - accepted media "
+                            f"types include: application/json, application/yaml (not "
+                            f"{request.mimetype}: the local Kubernetes API decodes no protobuf "
+                            f"or CBOR)")
         try:
             if "yaml" in (request.mimetype or ""):
                 body = yaml.safe_load(raw.decode() or "{}")

@@ -37,11 +37,14 @@ from hypd_local.kube.errors import (
 from hypd_local.kube.patch import json_patch, merge_patch, strategic_merge_patch
 from hypd_local.kube.resources import BUILTIN, CRD_GROUP, CRD_PLURAL, ResourceType, types_from_crd
 from hypd_local.kube.selectors import parse_field_selector, parse_label_selector
+from hypd_local.kube.validation import Admission
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED_MANAGER = "kubectl"  # the field manager of kubectl apply --server-side
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -121,6 +124,7 @@ class ObjectStore:
         self._objects: dict[tuple[str, str], dict[str, dict[str, _Entry]]] = {}
         self._builtin = {(t.group, t.version, t.plural): t for t in BUILTIN}
         self._crd_types: dict[tuple[str, str, str], ResourceType] = {}
+        self.crd_revision = 0  # changes whenever the CRDs (so the served custom types) change
         self._controllers: list[Controller] = [volumes.VolumeBinding()]
         self._changes: deque[Change] = deque(maxlen=WATCH_HISTORY)
         self._compacted = 0  # the newest resourceVersion whose change is no longer kept
@@ -342,6 +346,7 @@ class ObjectStore:
             for rtype in types_from_crd(entry.obj):
                 types[(rtype.group, rtype.version, rtype.plural)] = rtype
         self._crd_types = types
+        self.crd_revision += 1
 
     def _crd_status(self, obj: dict[str, Any]) -> None:
         spec = obj.get("spec") or {}
@@ -428,10 +433,16 @@ class ObjectStore:
 
     # ------------------------------------------------------------ operations
     def create(self, rtype: ResourceType, namespace: str | None, body: dict[str, Any],
-               manager: str, *, keep_status: bool = False) -> dict[str, Any]:
+               manager: str, *, keep_status: bool = False, admission: Admission | None = None,
+               applied: ssa.Ownership | None = None) -> dict[str, Any]:
+        """Create an object. ``admission`` checks a client's object (fields, a custom
+        resource's schema); ``applied`` is the field ownership of a server-side apply that
+        creates it."""
         with self._lock:
             obj = copy.deepcopy(body)
             self._check_identity(rtype, namespace, obj)
+            if admission is not None:
+                admission.fields(obj)
             metadata = obj["metadata"]
             if not metadata.get("name") and metadata.get("generateName"):
                 metadata["name"] = metadata["generateName"] + "".join(
@@ -442,6 +453,8 @@ class ObjectStore:
                               "Required value: name or generateName is required")
             self._require_namespace(rtype, namespace)
             self._validate(rtype, obj)
+            if admission is not None:
+                admission.admit(obj)
             name = metadata["name"]
             bucket = self._bucket(rtype, namespace)
             if name in bucket:
@@ -460,8 +473,12 @@ class ObjectStore:
                 obj.setdefault("spec", {"finalizers": ["kubernetes"]})
                 obj["status"] = {"phase": "Active"}
             entry = _Entry(obj)
-            ssa.record_update(None, obj, entry.ownership, manager)
-            entry.times[(manager, "Update")] = metadata["creationTimestamp"]
+            if applied is None:
+                ssa.record_update(None, obj, entry.ownership, manager)
+                entry.times[(manager, "Update")] = metadata["creationTimestamp"]
+            else:  # a manager that owns nothing has no entry, as after any other apply
+                entry.ownership = {key: paths for key, paths in applied.items() if paths}
+                entry.times[(manager, "Apply")] = metadata["creationTimestamp"]
             bucket[name] = entry
             self._after_write(rtype, entry, "ADDED")
             if not rtype.group and rtype.plural == "namespaces":
@@ -529,7 +546,15 @@ class ObjectStore:
         metadata["name"] = name
         if rtype.namespaced:
             metadata["namespace"] = namespace
-        metadata.pop("managedFields", None)
+        sent_fields = metadata.pop("managedFields", None)
+        times = entry.times
+        if (ownership is None and sent_fields is not None
+                and sent_fields != self._view(rtype, entry)["metadata"].get("managedFields")):
+            # the client sets the managed fields itself: they replace what the server tracked,
+            # and this write is not tracked on top
+            ownership, sent_times = ssa.parse_managed_fields(sent_fields)
+            times = {**entry.times, **sent_times}
+            manager = ""
         metadata.pop("selfLink", None)
         self._validate(rtype, new)
         generation = old["metadata"].get("generation", 1)
@@ -545,7 +570,8 @@ class ObjectStore:
             return self._view(rtype, entry)
         prev = self._view(rtype, entry)
         metadata["resourceVersion"] = self._next_rv()
-        if (manager, operation) in ownership:
+        entry.times = times
+        if manager and (manager, operation) in ownership:
             entry.times[(manager, operation)] = self._now()
         entry.ownership = ownership
         entry.obj = new
@@ -578,11 +604,13 @@ class ObjectStore:
         return new
 
     def replace(self, rtype: ResourceType, namespace: str | None, name: str,
-                body: dict[str, Any], manager: str, subresource: str | None = None
-                ) -> dict[str, Any]:
+                body: dict[str, Any], manager: str, subresource: str | None = None, *,
+                admission: Admission | None = None) -> dict[str, Any]:
         with self._lock:
             new = copy.deepcopy(body)
             self._check_identity(rtype, namespace, new)
+            if admission is not None:
+                admission.fields(new)
             body_name = new["metadata"].get("name")
             if body_name and body_name != name:
                 raise bad_request(f"the name of the object ({body_name}) does not match the name "
@@ -594,11 +622,14 @@ class ObjectStore:
                                "the object has been modified; please apply your changes to the "
                                "latest version and try again")
             new = self._merge_subresource(rtype, entry.obj, new, subresource)
+            if admission is not None:
+                admission.admit(new)
             return self._write(rtype, namespace, name, entry, new, manager, "Update")
 
     def patch(self, rtype: ResourceType, namespace: str | None, name: str, content_type: str,
               body: bytes, manager: str | None, *, force: bool = False,
-              subresource: str | None = None) -> tuple[dict[str, Any], bool]:
+              subresource: str | None = None, admission: Admission | None = None
+              ) -> tuple[dict[str, Any], bool]:
         """Apply a patch; returns the object and whether it was created (apply only)."""
         try:
             patch_doc = (yaml.safe_load(body.decode() or "{}") if content_type == APPLY_PATCH
@@ -611,10 +642,9 @@ class ObjectStore:
                     raise bad_request("PATCH with content type application/apply-patch+yaml "
                                       "requires a non-empty parameter `fieldManager`")
                 return self._apply(rtype, namespace, name, patch_doc, manager, force=force,
-                                   subresource=subresource)
+                                   subresource=subresource, admission=admission)
             entry = self._entry(rtype, namespace, name)
             current = self._view(rtype, entry)
-            current["metadata"].pop("managedFields", None)
             if content_type == JSON_PATCH:
                 new = json_patch(current, patch_doc)
             elif content_type == MERGE_PATCH:
@@ -642,12 +672,14 @@ class ObjectStore:
                                "the object has been modified; please apply your changes to the "
                                "latest version and try again")
             new = self._merge_subresource(rtype, entry.obj, new, subresource)
+            if admission is not None:
+                admission.admit(new)
             return self._write(rtype, namespace, name, entry, new, manager or "unknown",
                                "Update"), False
 
     def _apply(self, rtype: ResourceType, namespace: str | None, name: str, applied: Any,
-               manager: str, *, force: bool, subresource: str | None
-               ) -> tuple[dict[str, Any], bool]:
+               manager: str, *, force: bool, subresource: str | None,
+               admission: Admission | None) -> tuple[dict[str, Any], bool]:
         if not isinstance(applied, dict):
             raise bad_request("the apply configuration must be an object")
         for key in ("apiVersion", "kind"):
@@ -658,6 +690,8 @@ class ObjectStore:
         if body_name != name:
             raise bad_request(f"the name of the object ({body_name}) does not match the name on "
                               f"the URL ({name})")
+        if admission is not None:  # what the configuration does not declare is not applied
+            admission.fields(applied, applying=True)
         applied = {k: v for k, v in applied.items() if k not in ("apiVersion", "kind")}
         existing = self._bucket(rtype, namespace).get(name)
         if existing is None:
@@ -666,20 +700,40 @@ class ObjectStore:
             ownership: ssa.Ownership = {}
             obj = ssa.apply(None, applied, ownership, manager, force=force,
                             resource=rtype.plural, group=rtype.group, name=name)
-            created = self.create(rtype, namespace, obj, manager)
-            entry = self._entry(rtype, namespace, name)
-            entry.ownership = ownership
-            entry.times = {(manager, "Apply"): created["metadata"]["creationTimestamp"]}
-            return self._view(rtype, entry), True
+            return self.create(rtype, namespace, obj, manager, admission=admission,
+                               applied=ownership), True
         current = copy.deepcopy(existing.obj)
         if subresource == "status":
             applied = {"metadata": applied.get("metadata", {}), "status": applied.get("status")}
         ownership = copy.deepcopy(existing.ownership)
-        new = ssa.apply(current, applied, ownership, manager, force=force,
-                        resource=rtype.plural, group=rtype.group, name=name)
+        try:
+            new = ssa.apply(current, applied, ownership, manager, force=force,
+                            resource=rtype.plural, group=rtype.group, name=name)
+        except ssa.ApplyConflict as conflict:
+            # kubectl's first server-side apply after client-side ones takes over the fields
+            # its last-applied annotation still holds, as kube-apiserver lets it
+            left = conflict.without(self._last_applied(rtype, existing.obj))
+            if manager != LAST_APPLIED_MANAGER or left is not None:
+                raise left or conflict from None
+            new = ssa.apply(current, applied, ownership, manager, force=True,
+                            resource=rtype.plural, group=rtype.group, name=name)
         new = self._merge_subresource(rtype, existing.obj, new, subresource)
+        if admission is not None:
+            admission.admit(new)
         return self._write(rtype, namespace, name, existing, new, manager, "Apply",
                            ownership), False
+
+    @staticmethod
+    def _last_applied(rtype: ResourceType, obj: dict[str, Any]) -> set[ssa.Path]:
+        annotation = ((obj.get("metadata") or {}).get("annotations") or {}).get(
+            LAST_APPLIED_ANNOTATION)
+        try:
+            last = json.loads(annotation) if annotation else None
+        except ValueError:
+            return set()
+        if not isinstance(last, dict) or last.get("apiVersion") != rtype.api_version:
+            return set()
+        return ssa.owned_by_last_applied(obj, last)
 
     def _gone(self, rtype: ResourceType | None, entry: _Entry) -> dict[str, Any] | None:
         """Record the deletion of a removed entry (a new resourceVersion); its last view."""
