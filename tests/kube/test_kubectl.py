@@ -10,7 +10,9 @@ from typing import Any, cast
 from kubernetes import client as k8s
 
 from hypd_local.clock import VirtualClock
-from hypd_local.kube import KubeApiServer, karpenter
+from hypd_local.emulator.eks_catalog import access_policy_arn
+from hypd_local.kube import VIEW, AccessDecision, AccessPolicy, KubeApiServer, karpenter
+from tests.kube.conftest import CLUSTER, KubectlFactory, Principals, eks_token
 from tests.kubectl import Kubectl
 
 
@@ -296,3 +298,45 @@ def test_commands_that_send_protobuf_are_refused_with_415(kubectl: Kubectl) -> N
     manifest = kubectl.run("create", "configmap", "typed", "--from-literal=a=b",
                            "--dry-run=client", "-o", "yaml")
     assert "created" in kubectl.run("apply", "-f", "-", stdin=manifest)
+
+
+def test_what_the_api_refuses_kubectl_reports(
+    kubectl: Kubectl, kubectl_as: KubectlFactory, principals: Principals,
+    access: dict[str, AccessDecision],
+) -> None:
+    # no valid token: 401
+    anonymous = kubectl_as("k8s-aws-v1.not-a-token")
+    assert "error: You must be logged in to the server" in anonymous.fails("get", "nodes")
+    # an access entry without the policy for it: 403, naming the user and the resource
+    arn, session = principals.role("viewer")
+    access[arn] = AccessDecision("viewer", policies=(AccessPolicy(
+        access_policy_arn("aws", VIEW)),))
+    viewer = kubectl_as(eks_token(session, CLUSTER))
+    assert viewer.run("get", "configmaps", "-n", "default", "-o", "name") == ""
+    error = viewer.fails("apply", "-f", "-", stdin=DEPLOYMENT)
+    assert 'User "viewer" cannot create resource "deployments" in API group "apps" in the ' \
+           'namespace "default"' in error, error
+    assert 'User "viewer" cannot list resource "secrets"' in viewer.fails(
+        "get", "secrets", "-n", "default")
+    # unknown types and objects: 404
+    assert 'the server doesn\'t have a resource type "gizmos"' in kubectl.fails("get", "gizmos")
+    assert 'configmaps "absent" not found' in kubectl.fails("get", "configmap", "absent")
+    # an invalid name: 422
+    bad = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name, namespace: default}\n'
+    assert 'The ConfigMap "Bad_Name" is invalid: metadata.name' in kubectl.fails(
+        "apply", "-f", "-", stdin=bad)
+
+
+def test_a_server_dry_run_leaves_nothing_behind(kubectl: Kubectl) -> None:
+    out = kubectl.run("apply", "--dry-run=server", "-f", "-", stdin=DEPLOYMENT)
+    assert out.strip() == "deployment.apps/web created (server dry run)"
+    assert "NotFound" in kubectl.fails("get", "deployment", "web")
+    kubectl.run("apply", "-f", "-", stdin=DEPLOYMENT)
+    before = kubectl.json("get", "deployment", "web")["metadata"]["resourceVersion"]
+    changed = DEPLOYMENT.replace("replicas: 2", "replicas: 5")
+    assert "configured (server dry run)" in kubectl.run("apply", "--dry-run=server", "-f", "-",
+                                                        stdin=changed)
+    assert kubectl.run("delete", "deployment", "web", "--dry-run=server").strip() == (
+        'deployment.apps "web" deleted from default namespace (server dry run)')
+    after = kubectl.json("get", "deployment", "web")
+    assert (after["metadata"]["resourceVersion"], after["spec"]["replicas"]) == (before, 2)

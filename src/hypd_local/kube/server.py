@@ -549,6 +549,22 @@ class KubeApiServer:
                 return _json(tables.partial_metadata_list(items, metadata, target))
             return _json({"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
                           "metadata": metadata, "items": items})
+        # kubectl --dry-run=server: dryRun=All in the query, or in a DELETE's DeleteOptions
+        dry_run = args.getlist("dryRun") + (self._delete_options(request).get("dryRun") or []
+                                            if verb in ("delete", "deletecollection") else [])
+        unsupported = [value for value in dry_run if value != "All"]
+        if unsupported:
+            raise bad_request(f'dryRun: Unsupported value: "{unsupported[0]}": supported '
+                              'values: "All"')
+        if dry_run:
+            with store.dry_run():
+                return self._mutate(request, rtype, namespace, name, subresource, verb, manager)
+        return self._mutate(request, rtype, namespace, name, subresource, verb, manager)
+
+    def _mutate(self, request: Request, rtype: ResourceType, namespace: str | None,
+                name: str | None, subresource: str | None, verb: str, manager: str
+                ) -> Response:
+        store, args = self.store, request.args
         if verb in ("create", "update", "patch"):
             return self._write(request, rtype, namespace, name, subresource, verb, manager)
         if verb == "delete":
@@ -632,6 +648,20 @@ class KubeApiServer:
         for header, value in validation.warning_headers(admission.warnings):
             response.headers.add(header, value)
         return response
+
+    @staticmethod
+    def _delete_options(request: Request) -> dict[str, Any]:
+        """A DELETE's DeleteOptions body ({} when it has none)."""
+        raw = request.get_data()
+        if not raw.strip() or (request.mimetype and "json" not in request.mimetype):
+            return {}  # a protobuf DeleteOptions (typed clients) is not read
+        try:
+            options = json.loads(raw)
+        except ValueError as exc:
+            raise bad_request(f"the DeleteOptions could not be decoded: {exc}") from exc
+        if not isinstance(options, dict):
+            raise bad_request("the DeleteOptions must be an object")
+        return options
 
     @staticmethod
     def _body(request: Request) -> dict[str, Any]:

@@ -11,6 +11,7 @@ write; ``resourceVersion`` is a global counter as in etcd.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import importlib
 import json
@@ -19,7 +20,7 @@ import secrets
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -220,6 +221,22 @@ class ObjectStore:
                     found.append(change)
             found.reverse()
             return found, max(self._rv, since)
+
+    @contextlib.contextmanager
+    def dry_run(self) -> Iterator[None]:
+        """Writes inside leave no trace (``dryRun=All``): everything they do, validation,
+        defaults, controllers included, happens on the store's state and is then put back."""
+        with self._lock:
+            saved = (copy.deepcopy(self._objects), self._rv, list(self._changes),
+                     self._compacted, dict(self._crd_types), self.crd_revision)
+            try:
+                yield
+            finally:
+                objects, self._rv, changes, self._compacted, crd_types, self.crd_revision = saved
+                self._objects = objects
+                self._changes.clear()
+                self._changes.extend(changes)
+                self._crd_types = crd_types
 
     def wake_watchers(self) -> None:
         """Wake every waiting `changes_since` (e.g. because the server stops)."""
