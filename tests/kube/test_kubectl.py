@@ -225,6 +225,15 @@ def test_apply_validates_on_the_server_and_patches_by_the_schemas(kubectl: Kubec
     assert container["env"] == [{"name": "A", "value": "1"}]
     assert container["image"] == "nginx:2"
     assert container["resources"]["limits"] == {"cpu": 1, "memory": "1Gi"}
+    # ports merge on containerPort, tolerations (no merge key) are replaced whole
+    ported = changed.replace("[{containerPort: 80}]", "[{containerPort: 8080, name: http}]")
+    ported += ("      tolerations: [{key: gpu, operator: Exists}]\n")
+    assert "configured" in kubectl.run("apply", "-f", "-", stdin=ported)
+    tolerated = ported.replace("{key: gpu, operator: Exists}", "{key: spot, operator: Exists}")
+    assert "configured" in kubectl.run("apply", "-f", "-", stdin=tolerated)
+    pod_spec = kubectl.json("get", "deployment", "web")["spec"]["template"]["spec"]
+    assert pod_spec["containers"][0]["ports"] == [{"containerPort": 8080, "name": "http"}]
+    assert pod_spec["tolerations"] == [{"key": "spot", "operator": "Exists"}]
     typo = DEPLOYMENT.replace("replicas: 2", "replicas: 2\n  replica: 3")
     error = kubectl.fails("apply", "-f", "-", stdin=typo)
     assert 'strict decoding error: unknown field "spec.replica"' in error

@@ -188,3 +188,36 @@ def test_custom_resources_are_pruned_defaulted_and_checked(
                                      {"spec": {"size": "big"}}, "application/merge-patch+json")
     assert status == 422
     assert answer["details"]["causes"][0]["field"] == "spec.size"
+
+
+def test_strategic_merge_follows_the_schemas_merge_keys() -> None:
+    from hypd_local.kube.patch import strategic_merge_patch
+    from hypd_local.kube.schemas import builtin_definitions, builtin_root
+
+    definitions = builtin_definitions()
+    pod = definitions[builtin_root("", "v1", "Pod") or ""]
+    current = {"metadata": {"finalizers": ["a"]}, "spec": {
+        "containers": [{"name": "main", "image": "x:1",
+                        "ports": [{"containerPort": 80}, {"containerPort": 81}],
+                        "env": [{"name": "A", "value": "1"}]}],
+        "tolerations": [{"key": "a"}],
+        "volumes": [{"name": "data", "emptyDir": {}}]}}
+    patch = {"metadata": {"finalizers": ["b"], "$deleteFromPrimitiveList/finalizers": ["a"]},
+             "spec": {
+                 "$setElementOrder/containers": [{"name": "main"}],
+                 "containers": [{"name": "main", "image": "x:2",
+                                 "$setElementOrder/ports": [{"containerPort": 81},
+                                                            {"containerPort": 90}],
+                                 "ports": [{"containerPort": 90},
+                                           {"containerPort": 80, "$patch": "delete"}]}],
+                 "tolerations": [{"key": "b"}],
+                 "volumes": [{"name": "data", "$retainKeys": ["name", "hostPath"],
+                              "hostPath": {"path": "/d"}}]}}
+    merged = strategic_merge_patch(current, patch, pod, definitions.get)
+    container = merged["spec"]["containers"][0]
+    assert container["image"] == "x:2"
+    assert container["ports"] == [{"containerPort": 81}, {"containerPort": 90}]
+    assert container["env"] == [{"name": "A", "value": "1"}]
+    assert merged["spec"]["tolerations"] == [{"key": "b"}]
+    assert merged["spec"]["volumes"] == [{"name": "data", "hostPath": {"path": "/d"}}]
+    assert merged["metadata"]["finalizers"] == ["b"]

@@ -27,7 +27,7 @@ import importlib
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hypd_local.kube.resources import BUILTIN, ResourceType
@@ -317,3 +317,26 @@ def closure(names: Iterable[str], definitions: Mapping[str, Schema]) -> dict[str
         found[name] = definitions[name]
         pending.extend(references(definitions[name]))
     return found
+
+
+Resolve = Callable[[str], Schema | None]
+
+
+def resolve_node(schema: Schema, resolve: Resolve) -> Schema:
+    """A schema node with its `$ref` (and a single-`allOf` wrapper) resolved, its own keys
+    kept."""
+    seen = 0
+    while True:
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith(REF_PREFIX) and seen < 32:
+            target = resolve(ref[len(REF_PREFIX):])
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
+            schema = {**(target or {}), **rest}
+            seen += 1
+            continue
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
+            rest = {k: v for k, v in schema.items() if k != "allOf"}
+            schema = {**all_of[0], **rest}
+            continue
+        return schema

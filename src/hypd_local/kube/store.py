@@ -675,7 +675,9 @@ class ObjectStore:
                     raise KubeError(415, "UnsupportedMediaType",
                                     "strategic merge patch is not supported for custom resources;"
                                     " use merge patch")
-                new = strategic_merge_patch(current, patch_doc)
+                new = strategic_merge_patch(
+                    current, patch_doc, admission.schema if admission else None,
+                    admission.resolve if admission else None)
             else:
                 raise KubeError(415, "UnsupportedMediaType",
                                 f"the body of the request was in an unknown format - accepted "

@@ -26,13 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypd_local.kube.errors import KubeError
-from hypd_local.kube.schemas import REF_PREFIX, Schema
+from hypd_local.kube.schemas import Resolve, Schema, resolve_node
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 DIRECTIVES = (STRICT, WARN, IGNORE)
-
-Resolve = Callable[[str], Schema | None]
-
 
 def directive(value: str | None) -> str:
     if value in (None, ""):
@@ -49,28 +46,10 @@ def _path(parent: str, key: str | int) -> str:
     return f"{parent}.{key}" if parent else key
 
 
-def _resolve(schema: Schema, resolve: Resolve) -> Schema:
-    seen = 0
-    while True:
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith(REF_PREFIX) and seen < 32:
-            target = resolve(ref[len(REF_PREFIX):])
-            rest = {k: v for k, v in schema.items() if k != "$ref"}
-            schema = {**(target or {}), **rest}
-            seen += 1
-            continue
-        all_of = schema.get("allOf")
-        if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
-            rest = {k: v for k, v in schema.items() if k != "allOf"}
-            schema = {**all_of[0], **rest}
-            continue
-        return schema
-
-
 def prune_unknown(obj: Any, schema: Schema, resolve: Resolve, path: str = "",
                   embedded: bool = False) -> list[str]:
     """Remove the fields ``schema`` does not declare from ``obj`` (in place); their paths."""
-    node = _resolve(schema, resolve)
+    node = resolve_node(schema, resolve)
     unknown: list[str] = []
     if isinstance(obj, dict):
         properties = node.get("properties")
@@ -100,10 +79,10 @@ def prune_unknown(obj: Any, schema: Schema, resolve: Resolve, path: str = "",
 
 def apply_defaults(obj: Any, schema: Schema, resolve: Resolve) -> None:
     """Fill in the ``default`` of every missing property whose parent object is there."""
-    node = _resolve(schema, resolve)
+    node = resolve_node(schema, resolve)
     if isinstance(obj, dict):
         for key, child in (node.get("properties") or {}).items():
-            child_node = _resolve(child, resolve) if isinstance(child, dict) else {}
+            child_node = resolve_node(child, resolve) if isinstance(child, dict) else {}
             if key not in obj and "default" in child_node:
                 obj[key] = json.loads(json.dumps(child_node["default"]))
             if key in obj:
@@ -165,7 +144,7 @@ def _type_ok(value: Any, node: Schema) -> bool:
 
 def check_values(obj: Any, schema: Schema, resolve: Resolve, path: str = "") -> list[Violation]:
     """Every way ``obj`` breaks its (structural) schema."""
-    node = _resolve(schema, resolve)
+    node = resolve_node(schema, resolve)
     found: list[Violation] = []
     where = path or "<root>"
     if obj is None:
