@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 # Modules that add subcommands to "hypd local" (imported only when present).
-LOCAL_COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.demo",)
+LOCAL_COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.demo", "hypd_cli.kubeconfig")
 
 
 def register(subparsers: Any) -> None:
@@ -170,9 +170,18 @@ def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO) -> 
         lines.append(f"  seeded         {', '.join(seeds)}")
     lines.append("")
     lines.append("Use it from another shell:")
-    lines.extend(
-        f"  export {key}={shlex.quote(value)}" for key, value in cloud.environment().items()
-    )
+    environment = cloud.environment()
+    lines.extend(f"  export {key}={shlex.quote(value)}" for key, value in environment.items())
+    lines.append("")
+    lines.append("kubectl on a cluster's EKS cluster (its emulated Kubernetes API):")
+    lines.append("  hypd local kubeconfig TAG --output kubeconfig   (a token valid 15 minutes)")
+    lines.append("  export KUBECONFIG=kubeconfig")
+    lines.append("The aws CLI's exec plugin (aws eks update-kubeconfig --name EKS_NAME, or "
+                 "hypd local kubeconfig --exec)")
+    lines.append("runs aws eks get-token, which needs the credentials and Region above and "
+                 "the local STS:")
+    lines.append(f"  export AWS_ENDPOINT_URL_STS={shlex.quote(cloud.aws_endpoint)}   "
+                 "(AWS_ENDPOINT_URL above covers it too)")
     lines.append("")
     lines.append("Press Ctrl+C to stop.")
     print("\n".join(lines), file=out, flush=True)

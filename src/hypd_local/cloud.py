@@ -540,6 +540,9 @@ class LocalCloud:
                 "accountId": self.account_id,
                 "apiUrl": self.api_url,
                 "now": self.clock.now().isoformat(),
+                # the keys the local cloud treats as its account's administrator (fake ones)
+                "credentials": {"accessKeyId": ACCESS_KEY_ID,
+                                "secretAccessKey": SECRET_ACCESS_KEY},
             }
 
         def advance(body: Any) -> tuple[int, Any]:

@@ -299,7 +299,9 @@ class Emulation:
                 continue
             active.add(name)
             if name not in kube:
-                url = kube.ensure(name, self._authorizer(name))
+                url = kube.ensure(name, self._authorizer(name),
+                                  kubernetes_version=cluster["version"],
+                                  platform_version=cluster.get("platformVersion"))
                 server = kube.get(name)
                 assert server is not None
                 self.eks.set_endpoint(name, url, server.certificate_authority_data)
@@ -340,11 +342,17 @@ class Emulation:
                     HEALTH_LABEL: health,
                 }
                 if name not in joined:
-                    zone = self._node_zone(cluster["ClusterName"], node["InstanceId"])
+                    details = self._node_details(cluster["ClusterName"], node["InstanceId"])
+                    zone = (details.get("Placement") or {}).get("AvailabilityZone")
                     if zone:
-                        labels[ZONE_LABEL] = zone
+                        labels[ZONE_LABEL] = str(zone)
                     labels[REGION_LABEL] = self.region
-                    server.join_node(name, labels, config.taints, ready=status == "Running")
+                    addresses = [{"type": kind, "address": str(details[key])}
+                                 for kind, key in (("InternalIP", "PrivatePrimaryIp"),
+                                                   ("InternalDNS", "PrivateDnsHostname"))
+                                 if details.get(key)]
+                    server.join_node(name, labels, config.taints, ready=status == "Running",
+                                     addresses=addresses)
                 else:
                     # what HyperPod put there and the group no longer declares goes away
                     dropped = {k: None for k in joined[name].labels if k not in labels}
@@ -565,15 +573,15 @@ class Emulation:
             "ClusterNodeSummaries",
         )
 
-    def _node_zone(self, cluster_name: str, instance_id: str) -> str | None:
+    def _node_details(self, cluster_name: str, instance_id: str) -> dict[str, Any]:
+        """DescribeClusterNode's NodeDetails ({} when the node is gone: it will not join)."""
         try:
-            details = self.hyperpod.describe_cluster_node(
+            details: dict[str, Any] = self.hyperpod.describe_cluster_node(
                 {"ClusterName": cluster_name, "NodeId": instance_id}
             )["NodeDetails"]
-        except AwsError:  # gone in between: it will not join anyway
-            return None
-        zone = (details.get("Placement") or {}).get("AvailabilityZone")
-        return str(zone) if zone else None
+        except AwsError:
+            return {}
+        return details
 
     def _eks_status(self, arn: str) -> str | None:
         name = arn.rsplit("/", 1)[-1]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import http.client
 import itertools
-from collections.abc import Callable, Iterator
+import json
+import ssl
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ from moto.server import ThreadedMotoServer
 from hypd_local.clock import VirtualClock
 from hypd_local.emulator.eks_catalog import access_policy_arn
 from hypd_local.kube import CLUSTER_ADMIN, VIEW, AccessDecision, AccessPolicy, KubeApiServer
+from tests.kubectl import Kubectl, write_kubeconfig
 
 ACCOUNT = "123456789012"
 REGION = "us-west-2"
@@ -124,13 +128,41 @@ def make_client(server: KubeApiServer, ca_file: str) -> Iterator[ClientFactory]:
 
 
 @pytest.fixture
-def admin(principals: Principals, access: dict[str, AccessDecision],
-          make_client: ClientFactory) -> k8s.ApiClient:
-    """A client for a role with AmazonEKSClusterAdminPolicy."""
+def admin_token(principals: Principals, access: dict[str, AccessDecision]) -> str:
+    """A bearer token of a role with AmazonEKSClusterAdminPolicy."""
     arn, session = principals.role("admin")
     policy = AccessPolicy(access_policy_arn("aws", CLUSTER_ADMIN))
     access[arn] = AccessDecision(username=arn, policies=(policy,))
-    return make_client(eks_token(session, CLUSTER))
+    return eks_token(session, CLUSTER)
+
+
+@pytest.fixture
+def admin(admin_token: str, make_client: ClientFactory) -> k8s.ApiClient:
+    """A client for a role with AmazonEKSClusterAdminPolicy."""
+    return make_client(admin_token)
+
+
+KubectlFactory = Callable[[str], Kubectl]
+
+
+@pytest.fixture
+def kubectl_as(server: KubeApiServer, tmp_path: Path) -> KubectlFactory:
+    """token -> the real kubectl with a kubeconfig for the server (its CA, that token)."""
+    made = itertools.count()
+
+    def make(token: str) -> Kubectl:
+        number = next(made)
+        config = write_kubeconfig(tmp_path / f"kubeconfig-{number}", server.url,
+                                  server.certificate_authority_data, token)
+        return Kubectl(config, tmp_path / f"kubectl-home-{number}")
+
+    return make
+
+
+@pytest.fixture
+def kubectl(kubectl_as: KubectlFactory, admin_token: str) -> Kubectl:
+    """The real kubectl as a cluster administrator."""
+    return kubectl_as(admin_token)
 
 
 @pytest.fixture
@@ -141,3 +173,35 @@ def viewer(principals: Principals, access: dict[str, AccessDecision],
     policy = AccessPolicy(access_policy_arn("aws", VIEW))
     access[arn] = AccessDecision(username="viewer", policies=(policy,))
     return make_client(eks_token(session, CLUSTER))
+
+
+class Http:
+    """Plain HTTPS requests to the server, as the admin (exact headers and bodies)."""
+
+    def __init__(self, server: KubeApiServer, ca_file: str, token: str) -> None:
+        self.server = server
+        self.context = ssl.create_default_context(cafile=ca_file)
+        self.token = token
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: Mapping[str, str] | None = None
+                ) -> tuple[int, http.client.HTTPMessage, bytes]:
+        connection = http.client.HTTPSConnection(self.server.host, self.server.port,
+                                                 context=self.context, timeout=60)
+        try:
+            connection.request(method, path, body=body, headers={
+                "Authorization": f"Bearer {self.token}", **(headers or {})})
+            response = connection.getresponse()
+            return response.status, response.headers, response.read()
+        finally:
+            connection.close()
+
+    def get(self, path: str, **headers: str) -> tuple[int, Any]:
+        """GET ``path`` with ``headers`` (``Accept="..."``); the status and the JSON body."""
+        status, _headers, body = self.request("GET", path, headers=headers)
+        return status, json.loads(body) if body else None
+
+
+@pytest.fixture
+def http_admin(server: KubeApiServer, ca_file: str, admin_token: str) -> Http:
+    return Http(server, ca_file, admin_token)

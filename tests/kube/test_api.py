@@ -11,6 +11,8 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from hypd_local.clock import VirtualClock
+
 
 def _fails(code: int, call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     with pytest.raises(ApiException) as caught:
@@ -147,6 +149,29 @@ def test_server_side_apply_create_update_conflict(admin: k8s.ApiClient) -> None:
     _fails(400, core.patch_namespaced_config_map, "ssa", "default", other, _content_type=apply)
 
 
+def test_unchanged_apply_is_a_no_op_and_every_managed_field_has_a_time(
+    admin: k8s.ApiClient, clock: VirtualClock
+) -> None:
+    core: Any = k8s.CoreV1Api(admin)
+    apply = "application/apply-patch+yaml"
+    core.create_namespaced_config_map("default", _cm("owned"), field_manager="creator")
+    clock.advance(90)
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "owned", "namespace": "default"}, "data": {"k": "v"}}
+    # the same values under a second manager: the object is unchanged, the fields are shared
+    shared = core.patch_namespaced_config_map("owned", "default", manifest,
+                                              field_manager="applier", _content_type=apply)
+    entries = {(m.manager, m.operation): m for m in shared.metadata.managed_fields}
+    assert set(entries) == {("creator", "Update"), ("applier", "Apply")}
+    assert all(m.time is not None and m.time.tzinfo for m in entries.values())
+    assert entries[("applier", "Apply")].time > entries[("creator", "Update")].time
+    clock.advance(90)
+    again = core.patch_namespaced_config_map("owned", "default", manifest,
+                                             field_manager="applier", _content_type=apply)
+    assert again.metadata.resource_version == shared.metadata.resource_version
+    assert again.metadata.managed_fields == shared.metadata.managed_fields
+
+
 def test_crd_then_custom_objects(admin: k8s.ApiClient, tmp_path: Path) -> None:
     crd: dict[str, Any] = {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -156,7 +181,8 @@ def test_crd_then_custom_objects(admin: k8s.ApiClient, tmp_path: Path) -> None:
             "names": {"plural": "hyperpodnodeclasses", "singular": "hyperpodnodeclass",
                       "kind": "HyperpodNodeClass", "listKind": "HyperpodNodeClassList"},
             "versions": [{"name": "v1", "served": True, "storage": True,
-                          "schema": {"openAPIV3Schema": {"type": "object"}},
+                          "schema": {"openAPIV3Schema": {
+                              "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
                           "subresources": {"status": {}}}],
         },
     }

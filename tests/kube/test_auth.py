@@ -178,3 +178,30 @@ def test_an_arn_that_is_not_an_eks_access_policy_grants_nothing() -> None:
 
     lookalike = AccessPolicy("arn:aws:iam::aws:policy/AmazonEKSClusterAdminPolicy")
     assert not policy_allows(lookalike, "get", "", "pods", "default", namespaced=True)
+
+
+def _presigned_at(session: Any, endpoint: str, cluster: str) -> str:
+    """A token as ``aws eks get-token`` makes one with AWS_ENDPOINT_URL_STS=endpoint."""
+    sts = session.client("sts", endpoint_url=endpoint)
+
+    def add_header(request: Any, **_: Any) -> None:
+        request.headers["x-k8s-aws-id"] = cluster
+
+    sts.meta.events.register("before-sign.sts.GetCallerIdentity", add_header)
+    url = sts.generate_presigned_url("get_caller_identity", ExpiresIn=60, HttpMethod="GET")
+    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+
+
+def test_a_token_may_name_the_local_sts_but_no_other_host(
+    principals: Principals, access: dict[str, AccessDecision], make_client: ClientFactory,
+    sts_endpoint: str,
+) -> None:
+    arn, session = principals.role("local-sts")
+    access[arn] = AccessDecision(arn, policies=(AccessPolicy(EDIT_ARN),))
+    local = make_client(_presigned_at(session, sts_endpoint, CLUSTER))
+    cast(Any, k8s.CoreV1Api(local)).list_namespaced_config_map("default")
+    host, port = sts_endpoint.rsplit(":", 1)
+    _list_fails(make_client(_presigned_at(session, f"{host}:{int(port) + 1}", CLUSTER)), 401)
+    _list_fails(make_client(_presigned_at(session, "http://sts.us-west-2.amazonaws.com",
+                                          CLUSTER)), 401)
+    _list_fails(make_client(_presigned_at(session, sts_endpoint, "another-cluster")), 401)

@@ -72,4 +72,7 @@ def test_local_up_serves_until_stopped() -> None:
     printed = out.getvalue()
     assert f"REST API       {urls['api']}" in printed
     assert "export AWS_ENDPOINT_URL=http://127.0.0.1:" in printed
+    # and what kubectl and aws eks get-token need
+    assert "hypd local kubeconfig TAG --output kubeconfig" in printed
+    assert "export AWS_ENDPOINT_URL_STS=http://127.0.0.1:" in printed
     assert "Stopped." in printed

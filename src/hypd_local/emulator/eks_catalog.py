@@ -28,6 +28,27 @@ PLATFORM_VERSIONS: Mapping[str, str] = {
 
 
 @dataclass(frozen=True)
+class ServerRelease:
+    """The Kubernetes release a version's current platform version runs (what the cluster's
+    ``/version`` and its nodes' kubelets report)."""
+
+    patch: str  # "1.33.5"
+    go_version: str
+    build_date: str  # RFC 3339
+
+
+SERVER_RELEASES: Mapping[str, ServerRelease] = {
+    "1.29": ServerRelease("1.29.15", "go1.23.12", "2025-08-20T17:46:11Z"),
+    "1.30": ServerRelease("1.30.14", "go1.24.6", "2025-08-20T17:48:42Z"),
+    "1.31": ServerRelease("1.31.12", "go1.24.6", "2025-08-21T09:12:05Z"),
+    "1.32": ServerRelease("1.32.8", "go1.24.6", "2025-08-21T09:15:37Z"),
+    "1.33": ServerRelease("1.33.4", "go1.24.6", "2025-08-21T09:20:58Z"),
+    "1.34": ServerRelease("1.34.1", "go1.24.6", "2025-09-12T22:03:19Z"),
+}
+"""Realistic in shape, invented (as the platform versions are)."""
+
+
+@dataclass(frozen=True)
 class AddonVersion:
     """One version of an add-on and the Kubernetes versions it runs on."""
 

@@ -90,6 +90,40 @@ def _dotted(path: Path) -> str:
     return "".join(f".{part}" for part in path)
 
 
+class ApplyConflict(KubeError):
+    """409: an apply would change fields other managers own (``paths``)."""
+
+    def __init__(self, conflicts: list[tuple[str, Path]], resource: str, group: str,
+                 name: str) -> None:
+        causes = [
+            {"reason": "FieldManagerConflict", "message": f'conflict with "{who}"',
+             "field": _dotted(path)}
+            for who, path in conflicts
+        ]
+        fields = ", ".join(f'conflict with "{who}": {_dotted(path)}' for who, path in conflicts)
+        plural = "s" if len(conflicts) > 1 else ""
+        super().__init__(409, "Conflict",
+                         f"Apply failed with {len(conflicts)} conflict{plural}: {fields}",
+                         name=name, group=group, kind=resource, causes=causes)
+        self.conflicts = conflicts
+        self.resource, self.group, self.name = resource, group, name
+
+    def without(self, allowed: set[Path]) -> ApplyConflict | None:
+        """The conflicts left when those on ``allowed`` fields are not conflicts."""
+        left = [(who, path) for who, path in self.conflicts if path not in allowed]
+        return ApplyConflict(left, self.resource, self.group, self.name) if left else None
+
+
+def owned_by_last_applied(current: dict[str, Any], last_applied: Any) -> set[Path]:
+    """The fields of a client-side apply's last-applied configuration that still hold the
+    values it applied: what ``kubectl apply --server-side`` may take over from client-side
+    apply without a conflict (kube-apiserver's upgrade path)."""
+    if not isinstance(last_applied, dict):
+        return set()
+    return {path for path in leaf_paths(last_applied)
+            if get_path(last_applied, path) == get_path(current, path)}
+
+
 def apply(
     current: dict[str, Any] | None,
     applied: dict[str, Any],
@@ -115,22 +149,7 @@ def apply(
             if key != mine and key[0] != manager and path in owned:
                 conflicts.append((key[0], path))
     if conflicts and not force:
-        causes = [
-            {"reason": "FieldManagerConflict", "message": f'conflict with "{who}"',
-             "field": _dotted(path)}
-            for who, path in conflicts
-        ]
-        fields = ", ".join(f'conflict with "{who}": {_dotted(path)}' for who, path in conflicts)
-        raise KubeError(
-            409,
-            "Conflict",
-            f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}: "
-            f"{fields}",
-            name=name,
-            group=group,
-            kind=resource,
-            causes=causes,
-        )
+        raise ApplyConflict(conflicts, resource, group, name)
     for _, path in conflicts:
         for key, owned in ownership.items():
             if key != mine:
@@ -181,16 +200,49 @@ def fields_v1(paths: set[Path]) -> dict[str, Any]:
     return tree
 
 
-def managed_fields(ownership: Ownership, api_version: str, times: dict[tuple[str, str], str]
-                   ) -> list[dict[str, Any]]:
+def managed_fields(ownership: Ownership, api_version: str, times: dict[tuple[str, str], str],
+                   default_time: str) -> list[dict[str, Any]]:
+    """``metadata.managedFields``: one entry per manager and operation, each with the RFC 3339
+    time of its last change (``default_time``, the creation time, if none was recorded)."""
     return [
         {
             "manager": manager,
             "operation": operation,
             "apiVersion": api_version,
-            "time": times.get((manager, operation), ""),
+            "time": times.get((manager, operation)) or default_time,
             "fieldsType": "FieldsV1",
             "fieldsV1": fields_v1(paths),
         }
         for (manager, operation), paths in sorted(ownership.items())
     ]
+
+
+def _paths_of(tree: Any, prefix: Path = ()) -> set[Path]:
+    if not isinstance(tree, dict) or not tree:
+        return {prefix} if prefix else set()
+    paths: set[Path] = set()
+    for key, value in tree.items():
+        if key.startswith("f:"):
+            paths |= _paths_of(value, (*prefix, key[2:]))
+        elif prefix:  # ".", or a list item ("k:", "v:", "i:"): the list is owned whole here
+            paths.add(prefix)
+    return paths
+
+
+def parse_managed_fields(entries: Any) -> tuple[Ownership, dict[tuple[str, str], str]]:
+    """The ownership and times ``metadata.managedFields`` says (as a client may set it: kubectl
+    moves client-side-apply fields to server-side apply so); 400 when it is malformed."""
+    if not isinstance(entries, list):
+        raise KubeError(400, "BadRequest", "metadata.managedFields must be a list")
+    ownership: Ownership = {}
+    times: dict[tuple[str, str], str] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("operation") not in ("Apply", "Update"):
+            raise KubeError(400, "BadRequest", "metadata.managedFields: every entry needs a "
+                            'manager and an operation "Apply" or "Update"')
+        key = (str(entry.get("manager") or ""), str(entry["operation"]))
+        ownership.setdefault(key, set()).update(_paths_of(entry.get("fieldsV1") or {}))
+        if entry.get("time"):
+            times[key] = str(entry["time"])
+    _prune(ownership)
+    return ownership, times

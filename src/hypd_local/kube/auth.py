@@ -11,6 +11,10 @@ Expiry: aws-iam-authenticator accepts a token for 15 minutes after its ``X-Amz-D
 the ``X-Amz-Expires`` (clients such as ``aws eks get-token`` sign with 60 s and cache the token for
 14 minutes), and rejects an ``X-Amz-Expires`` above 15 minutes. Both use the injected clock.
 
+Locally the token may also name ``sts_endpoint`` itself (scheme, host and port exactly: the
+local cloud's STS, which ``aws eks get-token`` signs for when ``AWS_ENDPOINT_URL`` or
+``AWS_ENDPOINT_URL_STS`` points at it); any other host is refused, as on EKS.
+
 Locally the STS call goes to ``sts_endpoint`` (moto): the URL's scheme and host are replaced,
 its path and query kept, the original host is sent as ``Host``, and the query's credential,
 signed headers and signature are repeated as a SigV4 ``Authorization`` header, because moto
@@ -197,10 +201,11 @@ class TokenVerifier:
             raise AuthenticationError("no bearer token")
         url = _decode(authorization[len("Bearer "):].strip())
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "https":
-            raise AuthenticationError(f"unexpected scheme {parts.scheme!r}")
-        if not _STS_HOST.match(parts.hostname or ""):
-            raise AuthenticationError(f"unexpected hostname {parts.hostname!r}")
+        if not self._local_sts(parts):
+            if parts.scheme != "https":
+                raise AuthenticationError(f"unexpected scheme {parts.scheme!r}")
+            if not _STS_HOST.match(parts.hostname or ""):
+                raise AuthenticationError(f"unexpected hostname {parts.hostname!r}")
         if parts.path not in ("", "/"):
             raise AuthenticationError(f"unexpected path {parts.path!r}")
         pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
@@ -234,6 +239,15 @@ class TokenVerifier:
         if self.sts_endpoint and self.secret_lookup is not None:
             self._check_signature(parts, params, pairs)
         return self._call_sts(parts, params)
+
+    def _local_sts(self, parts: urllib.parse.SplitResult) -> bool:
+        """Whether the token names the local cloud's own STS endpoint (what ``aws eks
+        get-token`` presigns for with ``AWS_ENDPOINT_URL(_STS)`` pointing at it): the STS this
+        verifier calls anyway, so as trustworthy as an AWS STS host is to EKS."""
+        if not self.sts_endpoint:
+            return False
+        local = urllib.parse.urlsplit(self.sts_endpoint)
+        return (parts.scheme, parts.netloc) == (local.scheme, local.netloc)
 
     def _check_signature(self, parts: urllib.parse.SplitResult, params: Mapping[str, str],
                          pairs: Sequence[tuple[str, str]]) -> None:

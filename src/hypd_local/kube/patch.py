@@ -1,10 +1,9 @@
-"""Patch formats: JSON merge patch (RFC 7386), strategic merge (approximated), JSON patch
-(RFC 6902).
+"""Patch formats: JSON merge patch (RFC 7386), strategic merge, JSON patch (RFC 6902).
 
-Strategic merge is merge patch plus one rule of the real thing: two lists whose items are all
-objects with a ``name`` merge item by item on ``name`` (containers, volumes, env, ports with
-names...). Other patch directives (``$patch``, ``$retainKeys``, ``$setElementOrder``) are not
-interpreted; a ``$patch: delete`` item is dropped.
+Strategic merge follows the object's schema (`schemas`: the patch strategies and merge keys of
+the Kubernetes types, the ones kubectl computes its patches from), see
+`strategic_merge_patch`; an object without a schema falls back to merging lists of named items
+on ``name``.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import copy
 from typing import Any
 
 from hypd_local.kube.errors import KubeError
+from hypd_local.kube.schemas import Resolve, Schema, resolve_node
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -36,34 +36,117 @@ def _named_items(value: Any) -> bool:
     )
 
 
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    if isinstance(patch, list) and _named_items(patch) and _named_items(target):
-        merged = [dict(item) for item in target]
-        index = {item["name"]: pos for pos, item in enumerate(merged)}
-        removed: set[str] = set()
-        for item in patch:
-            directive = item.get("$patch")
-            if directive == "delete":
-                removed.add(item["name"])
-                continue
-            if item["name"] in index:
-                pos = index[item["name"]]
-                merged[pos] = strategic_merge_patch(merged[pos], item)
-            else:
-                index[item["name"]] = len(merged)
-                merged.append(strategic_merge_patch({}, item))
-        return [item for item in merged if item["name"] not in removed]
+def _strip(value: Any) -> Any:
+    """A patch value with its directives (``$...`` keys) removed, to be stored as it is."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if not k.startswith("$")}
+    if isinstance(value, list):
+        return [_strip(v) for v in value if not (isinstance(v, dict) and v.get("$patch"))]
+    return copy.deepcopy(value)
+
+
+def _ordered(items: list[Any], order: Any, key: str | None) -> list[Any]:
+    """``items`` in the order of ``$setElementOrder`` (those it does not name last)."""
+    if not isinstance(order, list):
+        return items
+    ids = [o.get(key) if key and isinstance(o, dict) else o for o in order]
+    rank = {repr(i): n for n, i in enumerate(ids)}
+    return sorted(items, key=lambda item: rank.get(
+        repr(item.get(key) if key and isinstance(item, dict) else item), len(rank)))
+
+
+class _Schema:
+    """Where the patch is in the object's schema (None: no schema, the named-list rule)."""
+
+    def __init__(self, node: Any, resolve: Resolve | None) -> None:
+        self.node = resolve_node(node, resolve) if isinstance(node, dict) and resolve else None
+        self.resolve = resolve
+
+    def child(self, key: str) -> _Schema:
+        if self.node is None:
+            return self
+        properties = self.node.get("properties") or {}
+        additional = self.node.get("additionalProperties")
+        found = properties.get(key, additional if isinstance(additional, dict) else {})
+        return _Schema(found, self.resolve)
+
+    def items(self) -> _Schema:
+        if self.node is None:
+            return self
+        return _Schema(self.node.get("items") or {}, self.resolve)
+
+
+def _merge_list(current: Any, patch: list[Any], where: _Schema, order: Any) -> list[Any]:
+    node = where.node
+    replaced: list[Any] = _strip(patch)
+    key: str | None
+    if node is None:  # no schema: lists of named items merge on name
+        if not (_named_items(patch) and _named_items(current)):
+            return replaced
+        strategy, key = "merge", "name"
+    else:
+        strategy = str(node.get("x-kubernetes-patch-strategy") or "")
+        key = node.get("x-kubernetes-patch-merge-key")
+    if "merge" not in strategy.split(","):
+        return replaced
+    merged = list(current) if isinstance(current, list) else []
+    if not key:  # a set of scalars
+        merged += [_strip(v) for v in patch if v not in merged and not isinstance(v, dict)]
+        return _ordered(merged, order, None)
+    index = {item.get(key): pos for pos, item in enumerate(merged) if isinstance(item, dict)}
+    removed: set[Any] = set()
+    for item in patch:
+        if not isinstance(item, dict):
+            continue
+        if item.get("$patch") == "delete":
+            removed.add(item.get(key))
+        elif item.get(key) in index:
+            pos = index[item.get(key)]
+            merged[pos] = _merge(merged[pos], item, where.items())
+        else:
+            index[item.get(key)] = len(merged)
+            merged.append(_merge({}, item, where.items()))
+    kept = [item for item in merged
+            if not (isinstance(item, dict) and item.get(key) in removed)]
+    return _ordered(kept, order, key)
+
+
+def _merge(target: Any, patch: Any, where: _Schema) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return _strip(patch)
+    directive = patch.get("$patch")
+    if directive == "replace":
+        return _strip(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
+        if key.startswith("$deleteFromPrimitiveList/"):
+            field = key.split("/", 1)[1]
+            if isinstance(result.get(field), list) and isinstance(value, list):
+                result[field] = [v for v in result[field] if v not in value]
+            continue
         if key.startswith("$"):
             continue
         if value is None:
             result.pop(key, None)
+        elif isinstance(value, list):
+            result[key] = _merge_list(result.get(key), value, where.child(key),
+                                      patch.get(f"$setElementOrder/{key}"))
         else:
-            result[key] = strategic_merge_patch(result.get(key), value)
+            result[key] = _merge(result.get(key), value, where.child(key))
+    retain = patch.get("$retainKeys")
+    if isinstance(retain, list):
+        result = {k: v for k, v in result.items() if k in retain}
     return result
+
+
+def strategic_merge_patch(target: Any, patch: Any, schema: Schema | None = None,
+                          resolve: Resolve | None = None) -> Any:
+    """Strategic merge patch by the object's schema: lists merge on their
+    ``x-kubernetes-patch-merge-key`` (``$patch: delete`` removes an item,
+    ``$setElementOrder`` orders them, a merge strategy without a key is a set union), other lists
+    are replaced; ``$patch: replace``, ``$retainKeys`` and ``$deleteFromPrimitiveList`` are
+    honoured. Without a schema, lists of named items merge on ``name``."""
+    return _merge(target, patch, _Schema(schema, resolve))
 
 
 def _pointer(path: str) -> list[str]:

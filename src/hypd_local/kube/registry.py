@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from hypd_local.emulator.eks_catalog import DEFAULT_KUBERNETES_VERSION
 from hypd_local.kube.auth import Authorizer
 from hypd_local.kube.server import KubeApiServer
 from hypd_local.kube.store import Clock
@@ -23,19 +24,26 @@ class KubeApiRegistry:
         self._servers: dict[str, KubeApiServer] = {}
         self._lock = threading.Lock()
 
-    def ensure(self, cluster_name: str, authorizer: Authorizer) -> str:
+    def ensure(self, cluster_name: str, authorizer: Authorizer, *,
+               kubernetes_version: str | None = None, platform_version: str | None = None) -> str:
         """The cluster's API URL, starting its server if needed (idempotent; the authorizer
-        is replaced on an existing server)."""
+        and, when given, the versions are replaced on an existing server)."""
         with self._lock:
             server = self._servers.get(cluster_name)
             if server is None:
                 server = KubeApiServer(cluster_name, authorizer, self._clock, self._host,
                                        sts_endpoint=self._sts_endpoint, tls_enabled=self._tls,
-                                       token_clock=self._token_clock)
+                                       token_clock=self._token_clock,
+                                       kubernetes_version=kubernetes_version
+                                       or DEFAULT_KUBERNETES_VERSION,
+                                       platform_version=platform_version)
                 server.start()
                 self._servers[cluster_name] = server
             else:
                 server.authorizer = authorizer
+                if kubernetes_version:
+                    server.kubernetes_version = kubernetes_version
+                    server.platform_version = platform_version
             return server.url
 
     def get(self, cluster_name: str) -> KubeApiServer | None:

@@ -21,6 +21,7 @@ class ResourceType:
     verbs: tuple[str, ...] = ALL_VERBS
     crd: bool = False
     singular: str = field(default="")
+    storage: bool = True  # the version objects are stored in (a CRD's `storage: true` one)
     # DELETE answers with the deleted object instead of a Status (the API server's
     # ReturnDeletedObject, which the official client's return types follow).
     returns_deleted: bool = False
@@ -181,6 +182,7 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 crd=True,
                 singular=names.get("singular", ""),
+                storage=bool(version.get("storage")),
             )
         )
     return types

@@ -10,14 +10,15 @@ import ssl
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from hypd_local.kube import tls
+from hypd_local.emulator.eks_catalog import DEFAULT_KUBERNETES_VERSION
+from hypd_local.kube import openapi, schemas, tables, tls, validation
 from hypd_local.kube.auth import (
     AccessDecision,
     AuthenticationError,
@@ -28,13 +29,15 @@ from hypd_local.kube.auth import (
 )
 from hypd_local.kube.errors import KubeError, bad_request, method_not_allowed
 from hypd_local.kube.karpenter import HyperPodCluster, KarpenterStatus
+from hypd_local.kube.openapi import gv_path
 from hypd_local.kube.resources import CRD_GROUP, CRD_PLURAL, ResourceType
 from hypd_local.kube.store import APPLY_PATCH, Clock, ObjectStore, rfc3339
+from hypd_local.kube.version import git_version, version_info
+from hypd_local.kube.watch import WatchRequest, watch_events
 
 LOG = logging.getLogger(__name__)
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 
-KUBERNETES_VERSION = ("1", "31")
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 DEEP_HEALTH_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -72,13 +75,19 @@ class KubeApiServer:
     :class:`AccessDecision`, or ``None`` when it has none (401, as EKS answers). ``sts_endpoint``
     is where bearer tokens' presigned STS URLs are sent (the local cloud's moto endpoint).
     With ``tls`` (default) the server speaks https with a CA of its own
-    (:attr:`certificate_authority_data`); without, plain http.
+    (:attr:`certificate_authority_data`); without, plain http. ``kubernetes_version`` and
+    ``platform_version`` are the EKS cluster's (DescribeCluster): ``/version`` and the kubelets
+    of joined nodes report that build.
     """
 
     def __init__(self, cluster_name: str, authorizer: Authorizer, clock: Clock,
                  host: str = "127.0.0.1", port: int = 0, *, sts_endpoint: str | None = None,
-                 tls_enabled: bool = True, token_clock: Clock | None = None) -> None:
+                 tls_enabled: bool = True, token_clock: Clock | None = None,
+                 kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+                 platform_version: str | None = None) -> None:
         self.cluster_name = cluster_name
+        self.kubernetes_version = kubernetes_version
+        self.platform_version = platform_version
         self.authorizer = authorizer
         self.clock = clock
         self.host = host
@@ -97,6 +106,10 @@ class KubeApiServer:
             ssl_context=ssl_context,
         )
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # ends the watches being streamed
+        self.openapi = openapi.OpenApiDocuments(
+            self.store.all_types, self.store.crd_version, lambda: self.store.crd_revision,
+            lambda: git_version(self.kubernetes_version, self.platform_version))
 
     # ------------------------------------------------------------ lifecycle
     def _ssl_context(self) -> ssl.SSLContext:
@@ -137,6 +150,8 @@ class KubeApiServer:
         return self.url
 
     def stop(self) -> None:
+        self._stopping.set()
+        self.store.wake_watchers()
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join()
@@ -174,12 +189,15 @@ class KubeApiServer:
     def join_node(self, name: str, labels: Mapping[str, str],
                   taints: Iterable[Mapping[str, str]] = (), ready: bool = True, *,
                   provider_id: str | None = None,
-                  capacity: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """A node registers (as the kubelet does) with its labels, taints and conditions."""
+                  capacity: Mapping[str, str] | None = None,
+                  addresses: Iterable[Mapping[str, str]] = ()) -> dict[str, Any]:
+        """A node registers (as the kubelet does) with its labels, taints, conditions and
+        addresses (``InternalIP``, ``InternalDNS``; ``Hostname`` is its name)."""
         now = rfc3339(self.clock.now())
         all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                       "kubernetes.io/arch": "amd64", **labels}
         resources = dict(capacity or {"cpu": "8", "memory": "32Gi", "pods": "110"})
+        kubelet = git_version(self.kubernetes_version, self.platform_version)
         node: dict[str, Any] = {
             "metadata": {"name": name, "labels": all_labels},
             "spec": {"taints": [dict(t) for t in taints]},
@@ -191,9 +209,9 @@ class KubeApiServer:
                      "lastHeartbeatTime": now, "lastTransitionTime": now, "message": ""}
                     for kind in ("MemoryPressure", "DiskPressure", "PIDPressure")
                 ],
-                "addresses": [{"type": "Hostname", "address": name}],
-                "nodeInfo": {"kubeletVersion": "v{}.{}.0-eks".format(*KUBERNETES_VERSION),
-                             "kubeProxyVersion": "v{}.{}.0-eks".format(*KUBERNETES_VERSION),
+                "addresses": [*(dict(a) for a in addresses),
+                              {"type": "Hostname", "address": name}],
+                "nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": kubelet,
                              "operatingSystem": "linux", "architecture": "amd64",
                              "osImage": "Amazon Linux 2023", "kernelVersion": "6.1.0",
                              "containerRuntimeVersion": "containerd://1.7.0",
@@ -338,8 +356,13 @@ class KubeApiServer:
         decision = self._authenticate(request)
         if not segments or segments == ["version"]:
             if not segments:
-                return _json({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz"]})
+                return _json({"paths": sorted({
+                    "/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2",
+                    "/openapi/v3", "/readyz", "/version",
+                    *(f"/{gv_path(t.group, t.version)}" for t in self.store.all_types())})})
             return _json(self._version())
+        if segments[0] == "openapi":
+            return self._openapi(request, segments[1:])
         if segments[0] == "api":
             if len(segments) == 1:
                 return _json({"kind": "APIVersions", "versions": ["v1"],
@@ -363,13 +386,63 @@ class KubeApiServer:
     def _no_route() -> KubeError:
         return KubeError(404, "NotFound", "the server could not find the requested resource")
 
+    # --------------------------------------------------------------- openapi
+    def _openapi(self, request: Request, rest: list[str]) -> Response:
+        if request.method != "GET":
+            raise method_not_allowed()
+        accept = request.headers.get("Accept") or ""
+        if rest == ["v2"]:
+            if any(media in accept for media in openapi.PROTOBUF_V2_ALIASES):
+                return Response(self.openapi.v2_protobuf(), status=200,
+                                content_type=openapi.PROTOBUF_V2)
+            if accept and not any(m in accept for m in ("application/json", "*/*")):
+                raise KubeError(406, "NotAcceptable", "only the following media types are "
+                                f"accepted: application/json, {openapi.PROTOBUF_V2}")
+            return _json(self.openapi.v2())
+        if rest == ["v3"]:
+            return _json(self.openapi.v3_root())
+        if len(rest) < 3 or rest[0] != "v3":
+            raise self._no_route()
+        found = self.openapi.v3_document("/".join(rest[1:]))
+        if found is None:
+            raise self._no_route()
+        document, digest = found
+        wanted = request.args.get("hash")
+        if wanted and wanted != digest:  # an old link: the document changed since
+            response = Response(status=301)
+            response.headers["Location"] = f"{request.path}?hash={digest}"
+            return response
+        response = _json(document)
+        response.headers["Etag"] = f'"{digest}"'
+        response.headers["Cache-Control"] = "public, immutable" if wanted else "no-cache, private"
+        return response
+
+    def _admission(self, rtype: ResourceType, args: Mapping[str, str],
+                   raw: bytes | None = None) -> validation.Admission:
+        """The checks a write's objects get: fields per ``fieldValidation``, a custom
+        resource's schema."""
+        definitions = schemas.builtin_definitions()
+        declared: dict[str, Any] = {}
+        if rtype.crd:
+            declared = schemas.custom_resource_schemas(rtype, self.store.crd_version(rtype))
+            root: Any = declared[f"{schemas.crd_definition_prefix(rtype.group, rtype.version)}"
+                                 f".{rtype.kind}"]
+        else:
+            name = schemas.builtin_root(rtype.group, rtype.version, rtype.kind)
+            root = definitions.get(name) if name else None
+
+        def resolve(name: str) -> Any:
+            return declared.get(name) or definitions.get(name)
+
+        check = validation.Admission(root, resolve, rtype.kind, rtype.group, rtype.version,
+                                     rtype.crd, validation.directive(args.get("fieldValidation")))
+        if raw:
+            check.duplicates = validation.duplicate_fields(raw)
+        return check
+
     # ------------------------------------------------------------- discovery
     def _version(self) -> dict[str, str]:
-        major, minor = KUBERNETES_VERSION
-        return {"major": major, "minor": minor, "gitVersion": f"v{major}.{minor}.0-eks-local",
-                "gitCommit": "0" * 40, "gitTreeState": "clean",
-                "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.22", "compiler": "gc",
-                "platform": "linux/amd64"}
+        return version_info(self.kubernetes_version, self.platform_version)
 
     def _versions_by_group(self) -> dict[str, list[str]]:
         groups: dict[str, list[str]] = {}
@@ -426,7 +499,7 @@ class KubeApiServer:
             raise self._no_route()
         method = request.method
         args = request.args
-        if method == "GET" and args.get("watch") in ("true", "1"):
+        if method == "GET" and name is None and args.get("watch") in ("true", "1"):
             verb = "watch"
         elif name is None:
             verb = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}.get(method, "")
@@ -440,11 +513,27 @@ class KubeApiServer:
         manager = args.get("fieldManager") or (
             request.headers.get("User-Agent", "unknown").split("/", 1)[0] or "unknown")
         store = self.store
+        target = tables.negotiate(request.headers.get("Accept"))
+        if verb in ("get", "list", "watch") and target.kind == "Table":
+            include = tables.include_object(args)
         if verb == "watch":
-            raise method_not_allowed("watch is not supported by the local Kubernetes API")
+            events = watch_events(store, rtype, namespace, WatchRequest.from_args(args),
+                                  self._stopping)
+            if target.kind == "Table":
+                events = self._table_events(rtype, events, target, include)
+            elif target.kind is not None:
+                events = ({**event, "object": tables.partial_metadata(event["object"], target)}
+                          if event["type"] != "ERROR" else event for event in events)
+            return self._stream(events)
         if verb == "get":
             assert name is not None
-            return _json(store.get(rtype, namespace, name))
+            obj = store.get(rtype, namespace, name)
+            if target.kind == "Table":
+                return _json(self._table(rtype, [obj], target, include,
+                                         {"resourceVersion": obj["metadata"]["resourceVersion"]}))
+            if target.kind is not None:
+                return _json(tables.partial_metadata(obj, target))
+            return _json(obj)
         if verb == "list":
             limit = args.get("limit", type=int)
             items, rv, token = store.list(
@@ -454,22 +543,30 @@ class KubeApiServer:
             metadata: dict[str, Any] = {"resourceVersion": rv}
             if token:
                 metadata["continue"] = token
+            if target.kind == "Table":
+                return _json(self._table(rtype, items, target, include, metadata))
+            if target.kind is not None:
+                return _json(tables.partial_metadata_list(items, metadata, target))
             return _json({"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
                           "metadata": metadata, "items": items})
-        if verb == "create":
-            return _json(store.create(rtype, namespace, self._body(request), manager), 201)
-        if verb == "update":
-            assert name is not None
-            return _json(store.replace(rtype, namespace, name, self._body(request), manager,
-                                       subresource))
-        if verb == "patch":
-            assert name is not None
-            content_type = request.mimetype
-            apply_manager = args.get("fieldManager") if content_type == APPLY_PATCH else manager
-            obj, created = store.patch(
-                rtype, namespace, name, content_type, request.get_data(), apply_manager,
-                force=args.get("force") in ("true", "1"), subresource=subresource)
-            return _json(obj, 201 if created else 200)
+        # kubectl --dry-run=server: dryRun=All in the query, or in a DELETE's DeleteOptions
+        dry_run = args.getlist("dryRun") + (self._delete_options(request).get("dryRun") or []
+                                            if verb in ("delete", "deletecollection") else [])
+        unsupported = [value for value in dry_run if value != "All"]
+        if unsupported:
+            raise bad_request(f'dryRun: Unsupported value: "{unsupported[0]}": supported '
+                              'values: "All"')
+        if dry_run:
+            with store.dry_run():
+                return self._mutate(request, rtype, namespace, name, subresource, verb, manager)
+        return self._mutate(request, rtype, namespace, name, subresource, verb, manager)
+
+    def _mutate(self, request: Request, rtype: ResourceType, namespace: str | None,
+                name: str | None, subresource: str | None, verb: str, manager: str
+                ) -> Response:
+        store, args = self.store, request.args
+        if verb in ("create", "update", "patch"):
+            return self._write(request, rtype, namespace, name, subresource, verb, manager)
         if verb == "delete":
             assert name is not None
             body, _gone = store.delete(rtype, namespace, name)
@@ -488,9 +585,96 @@ class KubeApiServer:
         return _json({"kind": "Status", "apiVersion": "v1", "metadata": {},
                       "status": "Success"})
 
+    def _table(self, rtype: ResourceType, objects: list[dict[str, Any]], target: tables.Target,
+               include: str, metadata: dict[str, Any], *, headers: bool = True
+               ) -> dict[str, Any]:
+        return tables.to_table(rtype, objects, self.clock.now(), target, include=include,
+                               crd_version=self.store.crd_version(rtype),
+                               list_metadata=metadata, headers=headers)
+
+    def _table_events(self, rtype: ResourceType, events: Iterator[dict[str, Any]],
+                      target: tables.Target, include: str) -> Iterator[dict[str, Any]]:
+        """A watch as Tables: each event's object a one-row Table, the columns in the first."""
+        headers = True
+        for event in events:
+            if event["type"] == "ERROR":
+                yield event
+                continue
+            obj = event["object"]
+            metadata = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            rows = [] if event["type"] == "BOOKMARK" else [obj]
+            yield {**event, "object": self._table(rtype, rows, target, include, metadata,
+                                                  headers=headers)}
+            headers = False
+
+    @staticmethod
+    def _stream(events: Iterator[dict[str, Any]]) -> Response:
+        """A watch's events as the API server streams them: one JSON object per line, each
+        flushed as it happens (chunked transfer encoding: the length is never known)."""
+
+        def lines() -> Iterator[bytes]:
+            yield b""  # the status line and headers go out at once, before any event
+            for event in events:
+                yield json.dumps(event).encode() + b"\n"
+
+        return Response(lines(), status=200, content_type="application/json",
+                        direct_passthrough=True)
+
+    def _write(self, request: Request, rtype: ResourceType, namespace: str | None,
+               name: str | None, subresource: str | None, verb: str, manager: str) -> Response:
+        args = request.args
+        if verb == "patch":
+            assert name is not None
+            content_type = request.mimetype
+            raw = request.get_data()
+            admission = self._admission(rtype, args, raw if content_type != APPLY_PATCH else None)
+            apply_manager = args.get("fieldManager") if content_type == APPLY_PATCH else manager
+            obj, created = self.store.patch(
+                rtype, namespace, name, content_type, raw, apply_manager,
+                force=args.get("force") in ("true", "1"), subresource=subresource,
+                admission=admission)
+            status = 201 if created else 200
+        else:
+            body = self._body(request)
+            admission = self._admission(rtype, args, request.get_data())
+            if verb == "create":
+                obj, status = self.store.create(rtype, namespace, body, manager,
+                                                admission=admission), 201
+            else:
+                assert name is not None
+                obj, status = self.store.replace(rtype, namespace, name, body, manager,
+                                                 subresource, admission=admission), 200
+        response = _json(obj, status)
+        for header, value in validation.warning_headers(admission.warnings):
+            response.headers.add(header, value)
+        return response
+
+    @staticmethod
+    def _delete_options(request: Request) -> dict[str, Any]:
+        """A DELETE's DeleteOptions body ({} when it has none)."""
+        raw = request.get_data()
+        if not raw.strip() or (request.mimetype and "json" not in request.mimetype):
+            return {}  # a protobuf DeleteOptions (typed clients) is not read
+        try:
+            options = json.loads(raw)
+        except ValueError as exc:
+            raise bad_request(f"the DeleteOptions could not be decoded: {exc}") from exc
+        if not isinstance(options, dict):
+            raise bad_request("the DeleteOptions must be an object")
+        return options
+
     @staticmethod
     def _body(request: Request) -> dict[str, Any]:
         raw = request.get_data()
+        if request.mimetype and request.mimetype not in (
+            "application/json", "application/yaml", "application/x-yaml", "text/yaml",
+            "text/plain",
+        ):
+            raise KubeError(415, "UnsupportedMediaType",
+                            f"the body of the request was in an unknown format - accepted media "
+                            f"types include: application/json, application/yaml (not "
+                            f"{request.mimetype}: the local Kubernetes API decodes no protobuf "
+                            f"or CBOR)")
         try:
             if "yaml" in (request.mimetype or ""):
                 body = yaml.safe_load(raw.decode() or "{}")

@@ -11,6 +11,7 @@ write; ``resourceVersion`` is a global counter as in etcd.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import importlib
 import json
@@ -18,7 +19,8 @@ import re
 import secrets
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -36,11 +38,14 @@ from hypd_local.kube.errors import (
 from hypd_local.kube.patch import json_patch, merge_patch, strategic_merge_patch
 from hypd_local.kube.resources import BUILTIN, CRD_GROUP, CRD_PLURAL, ResourceType, types_from_crd
 from hypd_local.kube.selectors import parse_field_selector, parse_label_selector
+from hypd_local.kube.validation import Admission
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED_MANAGER = "kubectl"  # the field manager of kubectl apply --server-side
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -78,6 +83,33 @@ def rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+WATCH_HISTORY = 10_000
+"""How many changes the store keeps for watches (etcd's compaction, in count instead of time):
+a watch from an older resourceVersion is told 410 Expired."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One write as a watch reports it: ADDED, MODIFIED or DELETED, at resourceVersion ``rv``.
+    ``obj`` is the object after the change (for DELETED its last state, with the deletion's
+    resourceVersion); ``prev`` the object before a MODIFIED one."""
+
+    rv: int
+    type: str
+    resource: tuple[str, str]  # (group, plural)
+    namespace: str  # "" when cluster-scoped
+    obj: dict[str, Any]
+    prev: dict[str, Any] | None = None
+
+
+class Expired(KubeError):
+    """The resourceVersion a watch starts from is older than the changes the store keeps."""
+
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(410, "Expired",
+                         f"too old resource version: {requested} ({oldest})")
+
+
 @dataclass
 class _Entry:
     obj: dict[str, Any]
@@ -93,7 +125,11 @@ class ObjectStore:
         self._objects: dict[tuple[str, str], dict[str, dict[str, _Entry]]] = {}
         self._builtin = {(t.group, t.version, t.plural): t for t in BUILTIN}
         self._crd_types: dict[tuple[str, str, str], ResourceType] = {}
+        self.crd_revision = 0  # changes whenever the CRDs (so the served custom types) change
         self._controllers: list[Controller] = [volumes.VolumeBinding()]
+        self._changes: deque[Change] = deque(maxlen=WATCH_HISTORY)
+        self._compacted = 0  # the newest resourceVersion whose change is no longer kept
+        self._changed = threading.Condition(self._lock)
         ns_type = self._builtin[("", "v1", "namespaces")]
         for name in DEFAULT_NAMESPACES:
             self.create(ns_type, None, {"metadata": {"name": name}}, "kube-apiserver")
@@ -113,6 +149,99 @@ class ObjectStore:
             if rtype.group == group and rtype.plural == plural:
                 return rtype
         raise KeyError((group, plural))
+
+    def _type_of(self, resource: tuple[str, str]) -> ResourceType | None:
+        """The served type of stored objects of (group, plural) (a CRD's storage version)."""
+        group, plural = resource
+        for rtype in self._builtin.values():
+            if rtype.group == group and rtype.plural == plural:
+                return rtype
+        found = [t for t in self._crd_types.values() if t.group == group and t.plural == plural]
+        return next((t for t in found if t.storage), found[0] if found else None)
+
+    def crd_version(self, rtype: ResourceType) -> dict[str, Any] | None:
+        """The ``spec.versions[]`` entry of the CRD that serves ``rtype`` (None: built-in)."""
+        if not rtype.crd:
+            return None
+        with self._lock:
+            crds = self._bucket(self.builtin_type(CRD_GROUP, CRD_PLURAL), None)
+            for entry in crds.values():
+                spec = entry.obj.get("spec") or {}
+                if (spec.get("group") == rtype.group
+                        and (spec.get("names") or {}).get("plural") == rtype.plural):
+                    for version in spec.get("versions") or []:
+                        if version.get("name") == rtype.version:
+                            return copy.deepcopy(dict(version))
+        return None
+
+    # ----------------------------------------------------------------- watch
+    def _record(self, rtype: ResourceType, kind: str, view: dict[str, Any],
+                prev: dict[str, Any] | None = None) -> None:
+        if self._changes.maxlen is not None and len(self._changes) == self._changes.maxlen:
+            self._compacted = self._changes[0].rv
+        self._changes.append(Change(int(view["metadata"]["resourceVersion"]), kind,
+                                    (rtype.group, rtype.plural),
+                                    view["metadata"].get("namespace") or "", view, prev))
+        self._changed.notify_all()
+
+    def watch_start(self, rtype: ResourceType, namespace: str | None, since: int | None
+                    ) -> tuple[list[dict[str, Any]] | None, int]:
+        """Where a watch begins: without ``since``, the objects there are now (the watch's
+        synthetic ADDED events) and the current resourceVersion; with it, no objects and
+        ``since`` (`Expired` when changes after it are no longer kept)."""
+        with self._lock:
+            if since is None:
+                buckets = self._objects.get((rtype.group, rtype.plural), {})
+                views = [self._view(rtype, entry)
+                         for ns, bucket in sorted(buckets.items())
+                         if namespace is None or ns == namespace
+                         for _name, entry in sorted(bucket.items())]
+                return views, self._rv
+            if since < self._compacted:
+                raise Expired(since, self._compacted + 1)
+            return None, since
+
+    def changes_since(self, rtype: ResourceType, namespace: str | None, since: int,
+                      wait: float = 0.0) -> tuple[list[Change], int]:
+        """The changes of ``rtype``'s objects (in ``namespace``, if given) after resourceVersion
+        ``since``, oldest first, and the resourceVersion they bring the watch to. Waits up to
+        ``wait`` seconds (real time) for a write when there is none yet."""
+        resource = (rtype.group, rtype.plural)
+        with self._changed:
+            if self._rv <= since and wait > 0:
+                self._changed.wait(wait)
+            if since < self._compacted:
+                raise Expired(since, self._compacted + 1)
+            found: list[Change] = []
+            for change in reversed(self._changes):
+                if change.rv <= since:
+                    break
+                if change.resource == resource and (namespace is None
+                                                    or change.namespace == namespace):
+                    found.append(change)
+            found.reverse()
+            return found, max(self._rv, since)
+
+    @contextlib.contextmanager
+    def dry_run(self) -> Iterator[None]:
+        """Writes inside leave no trace (``dryRun=All``): everything they do, validation,
+        defaults, controllers included, happens on the store's state and is then put back."""
+        with self._lock:
+            saved = (copy.deepcopy(self._objects), self._rv, list(self._changes),
+                     self._compacted, dict(self._crd_types), self.crd_revision)
+            try:
+                yield
+            finally:
+                objects, self._rv, changes, self._compacted, crd_types, self.crd_revision = saved
+                self._objects = objects
+                self._changes.clear()
+                self._changes.extend(changes)
+                self._crd_types = crd_types
+
+    def wake_watchers(self) -> None:
+        """Wake every waiting `changes_since` (e.g. because the server stops)."""
+        with self._changed:
+            self._changed.notify_all()
 
     # --------------------------------------------------------------- helpers
     def _now(self) -> str:
@@ -139,7 +268,8 @@ class ObjectStore:
         obj["kind"] = rtype.kind
         if entry.ownership:
             obj["metadata"]["managedFields"] = ssa.managed_fields(
-                entry.ownership, rtype.api_version, entry.times
+                entry.ownership, rtype.api_version, entry.times,
+                obj["metadata"].get("creationTimestamp") or self._now(),
             )
         return obj
 
@@ -233,6 +363,7 @@ class ObjectStore:
             for rtype in types_from_crd(entry.obj):
                 types[(rtype.group, rtype.version, rtype.plural)] = rtype
         self._crd_types = types
+        self.crd_revision += 1
 
     def _crd_status(self, obj: dict[str, Any]) -> None:
         spec = obj.get("spec") or {}
@@ -278,9 +409,14 @@ class ObjectStore:
              for resource, by_key in entries.items()},
             self._now(),
         )
-        for entry, old in zip(flat, before, strict=True):
+        resources = [resource for resource, by_key in entries.items() for _ in by_key]
+        for resource, entry, old in zip(resources, flat, before, strict=True):
             if entry.obj != old:
+                rtype = self._type_of(resource)
                 entry.obj["metadata"]["resourceVersion"] = self._next_rv()
+                if rtype is not None:
+                    prev = self._view(rtype, _Entry(old, entry.ownership, entry.times))
+                    self._record(rtype, "MODIFIED", self._view(rtype, entry), prev)
 
     def _reconcile_watchers(self, rtype: ResourceType | None) -> None:
         """Run the controllers watching ``rtype`` (None: every controller)."""
@@ -288,7 +424,10 @@ class ObjectStore:
             if rtype is None or (rtype.group, rtype.plural) in controller.resources:
                 self._reconcile(controller)
 
-    def _after_write(self, rtype: ResourceType, entry: _Entry) -> None:
+    def _after_write(self, rtype: ResourceType, entry: _Entry, kind: str,
+                     prev: dict[str, Any] | None = None) -> None:
+        """What the API server does as part of a write (a CRD's status, a secret's
+        ``stringData``), the write's watch event, then the controllers watching ``rtype``."""
         if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             self._crd_status(entry.obj)
             self._refresh_crds()
@@ -298,6 +437,7 @@ class ObjectStore:
             for key, value in string_data.items():
                 assert data is not None
                 data[key] = base64.b64encode(str(value).encode()).decode()
+        self._record(rtype, kind, self._view(rtype, entry), prev)
         self._reconcile_watchers(rtype)
 
     @staticmethod
@@ -310,10 +450,16 @@ class ObjectStore:
 
     # ------------------------------------------------------------ operations
     def create(self, rtype: ResourceType, namespace: str | None, body: dict[str, Any],
-               manager: str, *, keep_status: bool = False) -> dict[str, Any]:
+               manager: str, *, keep_status: bool = False, admission: Admission | None = None,
+               applied: ssa.Ownership | None = None) -> dict[str, Any]:
+        """Create an object. ``admission`` checks a client's object (fields, a custom
+        resource's schema); ``applied`` is the field ownership of a server-side apply that
+        creates it."""
         with self._lock:
             obj = copy.deepcopy(body)
             self._check_identity(rtype, namespace, obj)
+            if admission is not None:
+                admission.fields(obj)
             metadata = obj["metadata"]
             if not metadata.get("name") and metadata.get("generateName"):
                 metadata["name"] = metadata["generateName"] + "".join(
@@ -324,6 +470,8 @@ class ObjectStore:
                               "Required value: name or generateName is required")
             self._require_namespace(rtype, namespace)
             self._validate(rtype, obj)
+            if admission is not None:
+                admission.admit(obj)
             name = metadata["name"]
             bucket = self._bucket(rtype, namespace)
             if name in bucket:
@@ -342,10 +490,14 @@ class ObjectStore:
                 obj.setdefault("spec", {"finalizers": ["kubernetes"]})
                 obj["status"] = {"phase": "Active"}
             entry = _Entry(obj)
-            ssa.record_update(None, obj, entry.ownership, manager)
-            entry.times[(manager, "Update")] = metadata["creationTimestamp"]
+            if applied is None:
+                ssa.record_update(None, obj, entry.ownership, manager)
+                entry.times[(manager, "Update")] = metadata["creationTimestamp"]
+            else:  # a manager that owns nothing has no entry, as after any other apply
+                entry.ownership = {key: paths for key, paths in applied.items() if paths}
+                entry.times[(manager, "Apply")] = metadata["creationTimestamp"]
             bucket[name] = entry
-            self._after_write(rtype, entry)
+            self._after_write(rtype, entry, "ADDED")
             if not rtype.group and rtype.plural == "namespaces":
                 sa_type = self.builtin_type("", "serviceaccounts")
                 self.create(sa_type, name, {"metadata": {"name": "default"}}, "kube-controller")
@@ -395,7 +547,12 @@ class ObjectStore:
             return items, str(self._rv), next_token
 
     def _write(self, rtype: ResourceType, namespace: str | None, name: str,
-               entry: _Entry, new: dict[str, Any], manager: str, operation: str) -> dict[str, Any]:
+               entry: _Entry, new: dict[str, Any], manager: str, operation: str,
+               ownership: ssa.Ownership | None = None) -> dict[str, Any]:
+        """Store ``new`` as the object; ``ownership`` is the field ownership after an apply
+        (for an update it is derived here). A write that changes neither the object nor its
+        managed fields is a no-op, as on the API server: same resourceVersion, same
+        managedFields (times included)."""
         old = entry.obj
         metadata = new.setdefault("metadata", {})
         for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -406,24 +563,40 @@ class ObjectStore:
         metadata["name"] = name
         if rtype.namespaced:
             metadata["namespace"] = namespace
-        metadata.pop("managedFields", None)
+        sent_fields = metadata.pop("managedFields", None)
+        times = entry.times
+        if (ownership is None and sent_fields is not None
+                and sent_fields != self._view(rtype, entry)["metadata"].get("managedFields")):
+            # the client sets the managed fields itself: they replace what the server tracked,
+            # and this write is not tracked on top
+            ownership, sent_times = ssa.parse_managed_fields(sent_fields)
+            times = {**entry.times, **sent_times}
+            manager = ""
         metadata.pop("selfLink", None)
         self._validate(rtype, new)
         generation = old["metadata"].get("generation", 1)
         metadata["generation"] = generation + 1 if self._spec_changed(old, new) else generation
         new.pop("apiVersion", None)
         new.pop("kind", None)
-        if new == {**old, "metadata": {**old["metadata"], "generation": metadata["generation"]}}:
-            return self._view(rtype, entry)  # no-op writes keep the resourceVersion
-        if operation == "Update":
-            ssa.record_update(old, new, entry.ownership, manager)
+        if ownership is None:
+            ownership = copy.deepcopy(entry.ownership)
+            ssa.record_update(old, new, ownership, manager)
+        unchanged = new == {**old, "metadata": {**old["metadata"],
+                                                "generation": metadata["generation"]}}
+        if unchanged and ownership == entry.ownership:
+            return self._view(rtype, entry)
+        prev = self._view(rtype, entry)
         metadata["resourceVersion"] = self._next_rv()
-        entry.times[(manager, operation)] = self._now()
+        entry.times = times
+        if manager and (manager, operation) in ownership:
+            entry.times[(manager, operation)] = self._now()
+        entry.ownership = ownership
         entry.obj = new
-        self._after_write(rtype, entry)
+        self._after_write(rtype, entry, "MODIFIED", prev)
+        view = self._view(rtype, entry)
         if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
             self._remove(rtype, namespace, name)
-        return self._view(rtype, entry)
+        return view
 
     def _merge_subresource(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any],
                            subresource: str | None) -> dict[str, Any]:
@@ -448,11 +621,13 @@ class ObjectStore:
         return new
 
     def replace(self, rtype: ResourceType, namespace: str | None, name: str,
-                body: dict[str, Any], manager: str, subresource: str | None = None
-                ) -> dict[str, Any]:
+                body: dict[str, Any], manager: str, subresource: str | None = None, *,
+                admission: Admission | None = None) -> dict[str, Any]:
         with self._lock:
             new = copy.deepcopy(body)
             self._check_identity(rtype, namespace, new)
+            if admission is not None:
+                admission.fields(new)
             body_name = new["metadata"].get("name")
             if body_name and body_name != name:
                 raise bad_request(f"the name of the object ({body_name}) does not match the name "
@@ -464,11 +639,14 @@ class ObjectStore:
                                "the object has been modified; please apply your changes to the "
                                "latest version and try again")
             new = self._merge_subresource(rtype, entry.obj, new, subresource)
+            if admission is not None:
+                admission.admit(new)
             return self._write(rtype, namespace, name, entry, new, manager, "Update")
 
     def patch(self, rtype: ResourceType, namespace: str | None, name: str, content_type: str,
               body: bytes, manager: str | None, *, force: bool = False,
-              subresource: str | None = None) -> tuple[dict[str, Any], bool]:
+              subresource: str | None = None, admission: Admission | None = None
+              ) -> tuple[dict[str, Any], bool]:
         """Apply a patch; returns the object and whether it was created (apply only)."""
         try:
             patch_doc = (yaml.safe_load(body.decode() or "{}") if content_type == APPLY_PATCH
@@ -481,10 +659,9 @@ class ObjectStore:
                     raise bad_request("PATCH with content type application/apply-patch+yaml "
                                       "requires a non-empty parameter `fieldManager`")
                 return self._apply(rtype, namespace, name, patch_doc, manager, force=force,
-                                   subresource=subresource)
+                                   subresource=subresource, admission=admission)
             entry = self._entry(rtype, namespace, name)
             current = self._view(rtype, entry)
-            current["metadata"].pop("managedFields", None)
             if content_type == JSON_PATCH:
                 new = json_patch(current, patch_doc)
             elif content_type == MERGE_PATCH:
@@ -498,7 +675,9 @@ class ObjectStore:
                     raise KubeError(415, "UnsupportedMediaType",
                                     "strategic merge patch is not supported for custom resources;"
                                     " use merge patch")
-                new = strategic_merge_patch(current, patch_doc)
+                new = strategic_merge_patch(
+                    current, patch_doc, admission.schema if admission else None,
+                    admission.resolve if admission else None)
             else:
                 raise KubeError(415, "UnsupportedMediaType",
                                 f"the body of the request was in an unknown format - accepted "
@@ -512,12 +691,14 @@ class ObjectStore:
                                "the object has been modified; please apply your changes to the "
                                "latest version and try again")
             new = self._merge_subresource(rtype, entry.obj, new, subresource)
+            if admission is not None:
+                admission.admit(new)
             return self._write(rtype, namespace, name, entry, new, manager or "unknown",
                                "Update"), False
 
     def _apply(self, rtype: ResourceType, namespace: str | None, name: str, applied: Any,
-               manager: str, *, force: bool, subresource: str | None
-               ) -> tuple[dict[str, Any], bool]:
+               manager: str, *, force: bool, subresource: str | None,
+               admission: Admission | None) -> tuple[dict[str, Any], bool]:
         if not isinstance(applied, dict):
             raise bad_request("the apply configuration must be an object")
         for key in ("apiVersion", "kind"):
@@ -528,6 +709,8 @@ class ObjectStore:
         if body_name != name:
             raise bad_request(f"the name of the object ({body_name}) does not match the name on "
                               f"the URL ({name})")
+        if admission is not None:  # what the configuration does not declare is not applied
+            admission.fields(applied, applying=True)
         applied = {k: v for k, v in applied.items() if k not in ("apiVersion", "kind")}
         existing = self._bucket(rtype, namespace).get(name)
         if existing is None:
@@ -536,38 +719,78 @@ class ObjectStore:
             ownership: ssa.Ownership = {}
             obj = ssa.apply(None, applied, ownership, manager, force=force,
                             resource=rtype.plural, group=rtype.group, name=name)
-            created = self.create(rtype, namespace, obj, manager)
-            entry = self._entry(rtype, namespace, name)
-            entry.ownership = ownership
-            entry.times = {(manager, "Apply"): created["metadata"]["creationTimestamp"]}
-            return self._view(rtype, entry), True
+            return self.create(rtype, namespace, obj, manager, admission=admission,
+                               applied=ownership), True
         current = copy.deepcopy(existing.obj)
         if subresource == "status":
             applied = {"metadata": applied.get("metadata", {}), "status": applied.get("status")}
         ownership = copy.deepcopy(existing.ownership)
-        new = ssa.apply(current, applied, ownership, manager, force=force,
-                        resource=rtype.plural, group=rtype.group, name=name)
+        try:
+            new = ssa.apply(current, applied, ownership, manager, force=force,
+                            resource=rtype.plural, group=rtype.group, name=name)
+        except ssa.ApplyConflict as conflict:
+            # kubectl's first server-side apply after client-side ones takes over the fields
+            # its last-applied annotation still holds, as kube-apiserver lets it
+            left = conflict.without(self._last_applied(rtype, existing.obj))
+            if manager != LAST_APPLIED_MANAGER or left is not None:
+                raise left or conflict from None
+            new = ssa.apply(current, applied, ownership, manager, force=True,
+                            resource=rtype.plural, group=rtype.group, name=name)
         new = self._merge_subresource(rtype, existing.obj, new, subresource)
-        existing.ownership = ownership
-        return self._write(rtype, namespace, name, existing, new, manager, "Apply"), False
+        if admission is not None:
+            admission.admit(new)
+        return self._write(rtype, namespace, name, existing, new, manager, "Apply",
+                           ownership), False
 
-    def _remove(self, rtype: ResourceType, namespace: str | None, name: str) -> None:
+    @staticmethod
+    def _last_applied(rtype: ResourceType, obj: dict[str, Any]) -> set[ssa.Path]:
+        annotation = ((obj.get("metadata") or {}).get("annotations") or {}).get(
+            LAST_APPLIED_ANNOTATION)
+        try:
+            last = json.loads(annotation) if annotation else None
+        except ValueError:
+            return set()
+        if not isinstance(last, dict) or last.get("apiVersion") != rtype.api_version:
+            return set()
+        return ssa.owned_by_last_applied(obj, last)
+
+    def _gone(self, rtype: ResourceType | None, entry: _Entry) -> dict[str, Any] | None:
+        """Record the deletion of a removed entry (a new resourceVersion); its last view."""
+        entry.obj["metadata"]["resourceVersion"] = self._next_rv()
+        if rtype is None:
+            return None
+        view = self._view(rtype, entry)
+        self._record(rtype, "DELETED", view)
+        return view
+
+    def _remove(self, rtype: ResourceType, namespace: str | None, name: str
+                ) -> dict[str, Any] | None:
+        """Remove an object (and what it contains: a namespace's objects, a CRD's custom
+        resources), each with its DELETED event; the object's last view."""
         bucket = self._bucket(rtype, namespace)
         entry = bucket.pop(name, None)
         if entry is None:
-            return
+            return None
         if not rtype.group and rtype.plural == "namespaces":
-            for (_group, _plural), namespaces in self._objects.items():
-                namespaces.pop(name, None)
+            for resource, namespaces in self._objects.items():
+                inside = namespaces.pop(name, {})
+                for _child_name, child in sorted(inside.items()):
+                    self._gone(self._type_of(resource), child)
         cascade = not rtype.group and rtype.plural == "namespaces"
         if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             spec = entry.obj.get("spec") or {}
-            plural = (spec.get("names") or {}).get("plural", "")
-            self._objects.pop((spec.get("group", ""), plural), None)
+            resource = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+            crd_rtype = self._type_of(resource)
+            for _ns, objects in sorted(self._objects.pop(resource, {}).items()):
+                for _child_name, child in sorted(objects.items()):
+                    self._gone(crd_rtype, child)
+        view = self._gone(rtype, entry)
+        if rtype.group == CRD_GROUP and rtype.plural == CRD_PLURAL:
             self._refresh_crds()
             cascade = True
         # e.g. a claim's volume is Released, a volume's claim Lost
         self._reconcile_watchers(None if cascade else rtype)
+        return view
 
     def delete(
         self, rtype: ResourceType, namespace: str | None, name: str
@@ -579,14 +802,14 @@ class ObjectStore:
             metadata = entry.obj["metadata"]
             if metadata.get("finalizers"):
                 if not metadata.get("deletionTimestamp"):
+                    prev = self._view(rtype, entry)
                     metadata["deletionTimestamp"] = self._now()
                     metadata["deletionGracePeriodSeconds"] = 0
                     metadata["resourceVersion"] = self._next_rv()
+                    self._record(rtype, "MODIFIED", self._view(rtype, entry), prev)
                 return self._view(rtype, entry), False
-            deleted = self._view(rtype, entry)
-            self._remove(rtype, namespace, name)
-            self._next_rv()
-            if rtype.returns_deleted:
+            deleted = self._remove(rtype, namespace, name)
+            if rtype.returns_deleted and deleted is not None:
                 return deleted, True
             return {
                 "kind": "Status",
