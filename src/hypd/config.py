@@ -6,21 +6,14 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hypd.operations.kinds import SPECS
 from hypd.operations.models import OperationKind
 
 STATE_MACHINE_SETTINGS: dict[OperationKind, str] = {
-    OperationKind.DISCOVER: "DISCOVER_STATE_MACHINE_ARN",
-    OperationKind.CREATE_CLUSTER: "CREATE_CLUSTER_STATE_MACHINE_ARN",
-    OperationKind.ADD_INSTANCE_GROUP: "INSTANCE_GROUP_STATE_MACHINE_ARN",
-    OperationKind.UPDATE_INSTANCE_GROUP: "INSTANCE_GROUP_STATE_MACHINE_ARN",
-    OperationKind.DELETE_INSTANCE_GROUP: "INSTANCE_GROUP_STATE_MACHINE_ARN",
-    OperationKind.REBOOT_NODE: "NODE_ACTION_STATE_MACHINE_ARN",
-    OperationKind.REPLACE_NODE: "NODE_ACTION_STATE_MACHINE_ARN",
-    OperationKind.DELETE_NODE: "NODE_ACTION_STATE_MACHINE_ARN",
-    OperationKind.ENABLE_AUTOSCALING: "ENABLE_AUTOSCALING_STATE_MACHINE_ARN",
-    OperationKind.DISABLE_AUTOSCALING: "DISABLE_AUTOSCALING_STATE_MACHINE_ARN",
+    kind: spec.state_machine_variable for kind, spec in SPECS.items()
 }
-"""The environment variable (set by template.yaml) that names each kind's state machine."""
+"""The environment variable (set by template.yaml) that names each kind's state machine (from
+its spec: `hypd.operations.kinds`)."""
 
 
 class Settings(BaseModel):

@@ -58,6 +58,7 @@ def test_create_cluster_definition_is_what_the_generator_writes() -> None:
 
 
 def test_create_cluster_stages_match_the_operation_model() -> None:
-    from hypd.operations.models import STAGES, OperationKind
+    from hypd.operations.kinds import spec_of
+    from hypd.operations.models import OperationKind
 
-    assert STAGES[OperationKind.CREATE_CLUSTER] == generate.STAGES
+    assert spec_of(OperationKind.CREATE_CLUSTER).stages == generate.STAGES

@@ -16,12 +16,12 @@ import pytest
 from hypd.api.clusters import start_create_cluster
 from hypd.api.services import ApiServices
 from hypd.aws.dynamodb import Table
-from hypd.capacity.start import cluster_lock
 from hypd.clusters.create_request import ResolvedCreate
 from hypd.clusters.models import Cluster, ClusterSource, ClusterStatus
 from hypd.clusters.store import ClusterExists, ClusterStore, CreatedClusterRecord
 from hypd.errors import ConflictError
 from hypd.operations import lifecycle
+from hypd.operations.kinds import cluster_lock
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind, OperationStatus, StageStatus
 from hypd.operations.starter import start_operation

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from hypd.operations import lifecycle
+from hypd.operations.kinds import spec_of
 from hypd.operations.lifecycle import OperationNotCancellable, OperationNotRetryable
 from hypd.operations.models import (
     ErrorInfo,
@@ -127,7 +128,7 @@ def test_an_operation_whose_stages_all_succeeded_resumes_nowhere() -> None:
 def test_a_kind_that_cannot_resume_reruns_every_stage() -> None:
     # Given a discover (its state machine has no resume) that failed in its second stage
     operation = lifecycle.new_operation(OperationKind.DISCOVER)
-    assert OperationKind.DISCOVER not in lifecycle.RESUMABLE_KINDS
+    assert not spec_of(OperationKind.DISCOVER).resumes
     lifecycle.start_stage(operation, "eks-clusters")
     lifecycle.complete_stage(operation, "eks-clusters", {"clusters": []})
     lifecycle.start_stage(operation, "hyperpod-clusters")

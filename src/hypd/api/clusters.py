@@ -14,7 +14,6 @@ from hypd.api.catalog import catalog_for_create
 from hypd.api.errors import ERROR_RESPONSES, accepted_response, json_response
 from hypd.api.models import ClusterList, ClusterView, DiscoverRequest, OperationAccepted
 from hypd.api.services import ApiServices
-from hypd.capacity.start import cluster_lock
 from hypd.clusters.create_request import (
     CreateClusterRequest,
     ResolvedCreate,
@@ -23,12 +22,10 @@ from hypd.clusters.create_request import (
 )
 from hypd.clusters.models import CLUSTER_TAG_PATTERN, Cluster, ClusterSource, ClusterStatus
 from hypd.clusters.store import CreatedClusterRecord, cluster_exists
-from hypd.operations import lifecycle
+from hypd.operations import kinds, lifecycle
 from hypd.operations.models import Operation, OperationKind
 from hypd.operations.starter import start_operation
 from hypd.operations.store import OperationStore
-
-DISCOVER_LOCK = "discover"
 
 
 def build_router(services: ApiServices) -> APIGatewayRouter:
@@ -65,7 +62,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         operation = lifecycle.new_operation(
             OperationKind.DISCOVER,
             input=body.model_dump(mode="json", by_alias=True, exclude_none=True),
-            lock_scope=DISCOVER_LOCK,
+            lock_scope=kinds.lock_scope(OperationKind.DISCOVER),
         )
         logger.set_correlation_id(operation.id)
         operation = start_operation(
@@ -188,7 +185,7 @@ def start_create_cluster(
         OperationKind.CREATE_CLUSTER,
         cluster_tag=tag,
         input=resolved.model_dump(mode="json", by_alias=True, exclude_none=True),
-        lock_scope=cluster_lock(tag),
+        lock_scope=kinds.lock_scope(OperationKind.CREATE_CLUSTER, tag),
     )
     region, anchor = created_cluster_arn(machine, tag)
     cluster = Cluster(

@@ -9,21 +9,17 @@ from pydantic import BaseModel
 
 from hypd.capacity.inputs import record
 from hypd.operations import lifecycle
+from hypd.operations.kinds import lock_scope, spec_of
 from hypd.operations.locks import LockStore
-from hypd.operations.models import STAGES, Operation, OperationKind
+from hypd.operations.models import Operation, OperationKind
 from hypd.operations.starter import start_operation
 from hypd.operations.store import OperationStore
-
-
-def cluster_lock(tag: str) -> str:
-    """The lock scope of every operation on a cluster: one at a time per tag."""
-    return f"cluster#{tag}"
 
 
 def capacity_operation(kind: OperationKind, tag: str, request: BaseModel) -> Operation:
     """A new (not yet recorded) capacity operation of `kind` on cluster `tag`."""
     return lifecycle.new_operation(
-        kind, cluster_tag=tag, input=record(request), lock_scope=cluster_lock(tag)
+        kind, cluster_tag=tag, input=record(request), lock_scope=lock_scope(kind, tag)
     )
 
 
@@ -47,5 +43,5 @@ def start_capacity(
         locks=locks,
         sfn_client=sfn_client,
         state_machine_arn=state_machine_arn,
-        execution_input={"resumeFrom": STAGES[operation.kind][0]},
+        execution_input={"resumeFrom": spec_of(operation.kind).stages[0]},
     )

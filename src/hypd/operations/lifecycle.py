@@ -14,9 +14,8 @@ from typing import Any
 
 from hypd import clock
 from hypd.errors import ConflictError, OperationStateError
+from hypd.operations.kinds import spec_of
 from hypd.operations.models import (
-    CAPACITY_KINDS,
-    STAGES,
     ErrorInfo,
     Operation,
     OperationKind,
@@ -29,10 +28,6 @@ from hypd.operations.models import (
 
 RETRYABLE = frozenset({OperationStatus.FAILED, OperationStatus.CANCELLED})
 """The statuses a client may retry from (POST /operations/{id}/retry)."""
-
-RESUMABLE_KINDS = frozenset({OperationKind.CREATE_CLUSTER} | CAPACITY_KINDS)
-"""Kinds whose state machine resumes at `resumeFrom` (its tasks never repeat a stage that
-succeeded). A retry of any other kind (discover: cheap and idempotent) reruns every stage."""
 
 START_GRACE = timedelta(seconds=60)
 """How long an operation may take to get its execution started (the API function's timeout is
@@ -67,7 +62,7 @@ def new_operation(
         kind=kind,
         cluster_tag=cluster_tag,
         status=OperationStatus.PENDING,
-        stages=[Stage(name=name) for name in STAGES[kind]],
+        stages=[Stage(name=name) for name in spec_of(kind).stages],
         lock_scope=lock_scope,
         input=input or {},
         created_at=now,
@@ -294,7 +289,7 @@ def retry(operation: Operation) -> Operation:
 
     Stages that succeeded keep their status and output (a retry never repeats them); every
     other stage goes back to PENDING with its error cleared and its attempts kept. A kind that
-    cannot resume (not in RESUMABLE_KINDS) reruns from its first stage: every stage goes back
+    cannot resume (its spec's `resumes` is false) reruns from its first stage: every stage goes back
     to PENDING (outputs cleared, attempts kept). The error that ended the previous attempt,
     the stage that failed and the previous execution move to a new `retries` entry; the
     operation's error, output, execution ARN and cancel request are cleared. The new
@@ -305,7 +300,7 @@ def retry(operation: Operation) -> Operation:
     """
     check_retryable(operation)
     failed = next((s.name for s in operation.stages if s.status is StageStatus.FAILED), None)
-    resumable = operation.kind in RESUMABLE_KINDS
+    resumable = spec_of(operation.kind).resumes
     for stage in operation.stages:
         if stage.status is not StageStatus.SUCCEEDED or not resumable:
             if stage.status is StageStatus.SUCCEEDED:

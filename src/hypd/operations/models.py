@@ -63,42 +63,6 @@ class OperationKind(StrEnum):
     DISABLE_AUTOSCALING = "disable-autoscaling"
 
 
-STAGES: dict[OperationKind, tuple[str, ...]] = {
-    OperationKind.DISCOVER: ("eks-clusters", "hyperpod-clusters", "record"),
-    OperationKind.CREATE_CLUSTER: (
-        "network",
-        "eks",
-        "dependencies",
-        "hyperpod",
-        "storage",
-        "verify",
-    ),
-    OperationKind.ADD_INSTANCE_GROUP: ("network", "hyperpod", "verify"),
-    OperationKind.UPDATE_INSTANCE_GROUP: ("hyperpod", "verify"),
-    OperationKind.DELETE_INSTANCE_GROUP: ("hyperpod", "verify"),
-    OperationKind.REBOOT_NODE: ("hyperpod", "verify"),
-    OperationKind.REPLACE_NODE: ("hyperpod", "verify"),
-    OperationKind.DELETE_NODE: ("hyperpod", "verify"),
-    OperationKind.ENABLE_AUTOSCALING: ("prerequisites", "role", "hyperpod", "kubernetes"),
-    OperationKind.DISABLE_AUTOSCALING: ("kubernetes", "hyperpod", "role"),
-}
-"""The ordered stages of each operation kind (the names clients see)."""
-
-CAPACITY_KINDS = frozenset(
-    {
-        OperationKind.ADD_INSTANCE_GROUP,
-        OperationKind.UPDATE_INSTANCE_GROUP,
-        OperationKind.DELETE_INSTANCE_GROUP,
-        OperationKind.REBOOT_NODE,
-        OperationKind.REPLACE_NODE,
-        OperationKind.DELETE_NODE,
-        OperationKind.ENABLE_AUTOSCALING,
-        OperationKind.DISABLE_AUTOSCALING,
-    }
-)
-"""The kinds that change an existing cluster's capacity (hypd.capacity)."""
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from hypd.aws.dynamodb import Table
 from hypd.capacity.inputs import NodeActionInput
-from hypd.capacity.start import capacity_operation, cluster_lock
+from hypd.capacity.start import capacity_operation
 from hypd.clusters.models import ClusterSource
 from hypd.clusters.store import ClusterStore
 from hypd.create.waiters import WaiterStore
@@ -21,6 +21,7 @@ from hypd.health.budget import RepairBudget
 from hypd.health.handler import EventServices, EventSettings, handle
 from hypd.health.policy import HealthPolicy, PolicyStore
 from hypd.health.records import HealthStore, Taken
+from hypd.operations.kinds import cluster_lock
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind, OperationStatus
 from hypd.operations.store import OperationStore

@@ -1,0 +1,72 @@
+"""The template's repeated parts against the operation specs (hypd.operations.kinds): each kind's
+state machine exists, the API function is told every one, may start every one, and the rule that
+sees executions end watches every one. A kind added to the specs without its template parts, or
+a state machine left in the template without a kind, fails here, not at deploy time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hypd.config import STATE_MACHINE_SETTINGS
+from hypd.operations.kinds import SPECS, state_machine_variable
+from hypd.operations.models import OperationKind
+from hypd_local.template import read_template, resources_of_type
+from tests.build.support import STATE_MACHINE_TYPE, TEMPLATE
+
+pytestmark = pytest.mark.build
+
+TEMPLATE_DATA = read_template(TEMPLATE)
+MACHINES = {spec.state_machine for spec in SPECS.values()}
+
+
+def _refs(values: Any) -> set[str]:
+    return {value["Ref"] for value in values if isinstance(value, dict) and "Ref" in value}
+
+
+def _api() -> dict[str, Any]:
+    api: dict[str, Any] = TEMPLATE_DATA["Resources"]["ApiFunction"]["Properties"]
+    return api
+
+
+def test_every_kind_has_a_spec() -> None:
+    assert set(SPECS) == set(OperationKind)
+
+
+def test_the_templates_state_machines_are_the_specs() -> None:
+    assert set(resources_of_type(TEMPLATE_DATA, STATE_MACHINE_TYPE)) == MACHINES
+
+
+def test_the_api_is_told_every_state_machine() -> None:
+    variables = _api()["Environment"]["Variables"]
+    for machine in MACHINES:
+        assert variables[state_machine_variable(machine)] == {"Ref": machine}
+    assert set(STATE_MACHINE_SETTINGS.values()) == {
+        name for name in variables if name.endswith("_STATE_MACHINE_ARN")
+    }
+
+
+def test_the_api_may_start_every_state_machine() -> None:
+    (statement,) = [
+        s for policy in _api()["Policies"] for s in policy.get("Statement", [])
+        if s.get("Sid") == "StartOperations"
+    ]
+    assert statement["Action"] == ["states:StartExecution"]
+    assert _refs(statement["Resource"]) == MACHINES
+
+
+def test_every_state_machines_end_is_seen() -> None:
+    (rule,) = [
+        events["OperationExecutionEnded"]["Properties"]["Pattern"]
+        for resource in TEMPLATE_DATA["Resources"].values()
+        if "OperationExecutionEnded" in (events := resource.get("Properties", {}).get("Events")
+                                         or {})
+    ]
+    assert _refs(rule["detail"]["stateMachineArn"]) == MACHINES
+
+
+def test_the_variable_names_follow_the_logical_ids() -> None:
+    assert state_machine_variable("InstanceGroupStateMachine") == (
+        "INSTANCE_GROUP_STATE_MACHINE_ARN")
+    assert state_machine_variable("DiscoverStateMachine") == "DISCOVER_STATE_MACHINE_ARN"
