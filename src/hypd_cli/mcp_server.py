@@ -5,8 +5,8 @@ API client (`ApiClient.call`; never boto3 or kubectl), so the API's validation p
 like every other client.
 
 A tool is bound to its operation by operationId in the OpenAPI document the API generates from
-its own code (the document committed as docs/openapi.json), and takes from it the route, the
-summary and description, the path and query parameters with their JSON schemas, and the
+its own code (shipped with the package; docs/openapi.json links to it), and takes from it the
+route, the summary and description, the path and query parameters with their JSON schemas, and the
 response schemas (the tool's output schema: the response model, or for a change the API may
 find already made, the union of its 202 `OperationAccepted` and its 200 ``changed: false``
 model). A tool whose operation takes a body takes the body's pydantic model as its input
@@ -85,6 +85,7 @@ ERROR_KEY = "error"
 """The key of a tool error's JSON text block: ``{"error": {status, code, message, details}}``."""
 GUIDE_PROMPT = "hypd_agent_guide"
 GUIDE_FILE = "agent-guide.md"
+OPENAPI_FILE = "openapi.json"
 
 WAIT_SECONDS_MAX = 300
 """The longest ``operation_get_status`` waits in one call (larger values are capped)."""
@@ -449,10 +450,12 @@ class BoundTool:
 
 
 def openapi_document() -> dict[str, Any]:
-    """The REST API's OpenAPI document, generated from its code (= docs/openapi.json)."""
-    from hypd.api.openapi import render
-
-    document: dict[str, Any] = json.loads(render())
+    """The REST API's OpenAPI document, shipped with the package (`OPENAPI_FILE`, which
+    docs/openapi.json links to): generated from the API's code by ``python -m hypd.api.openapi``,
+    and checked against it by tests/unit/test_openapi.py. Read, not generated, so the server
+    does not import the API's routers (nor Powertools' resolver) to start."""
+    text = resources.files("hypd_cli").joinpath(OPENAPI_FILE).read_text(encoding="utf-8")
+    document: dict[str, Any] = json.loads(text)
     return document
 
 

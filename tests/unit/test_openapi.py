@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -23,6 +25,23 @@ def rendered(fresh_imports: None) -> str:
 def test_committed_document_is_current(rendered: str) -> None:
     committed = (ROOT / "docs" / "openapi.json").read_text()
     assert committed == rendered, "docs/openapi.json is stale: run `python -m hypd.api.openapi`"
+
+
+def test_the_mcp_server_reads_the_packaged_document_without_the_routers() -> None:
+    # docs/openapi.json is the package's file (a link), so the two cannot differ
+    docs = ROOT / "docs" / "openapi.json"
+    assert docs.is_symlink()
+    assert docs.resolve() == ROOT / "src" / "hypd_cli" / "openapi.json"
+    # and the MCP server reads it, as shipped, in a process that imports no router to start
+    probe = (
+        "import sys; from hypd_cli.mcp_server import openapi_document; "
+        "assert openapi_document()['paths']; "
+        "print(','.join(m for m in ('hypd.api.app', 'hypd.api.clusters', 'hypd.api.capacity', "
+        "'hypd.api.catalog', 'hypd.api.operations') if m in sys.modules))"
+    )
+    done = subprocess.run(  # noqa: S603 - this interpreter and a fixed probe
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == ""
 
 
 def template_routes(template: dict[str, Any]) -> set[tuple[str, str]]:
