@@ -11,10 +11,10 @@ from hypd.capacity.state import AutoscalingStore
 from hypd.capacity.tasks import CapacityServices, CapacitySettings, build_router
 from hypd.clusters.store import ClusterStore
 from hypd.config import Settings
-from hypd.create.waiters import WaiterStore
 from hypd.observability import task_handler
 from hypd.operations.locks import LockStore
 from hypd.operations.store import OperationStore
+from hypd.operations.waiters import WaiterStore
 
 SETTINGS = Settings.from_env()
 _table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)

@@ -16,7 +16,6 @@ from hypd.aws.clients import client, regional_clients
 from hypd.aws.dynamodb import Table
 from hypd.clusters.store import ClusterStore
 from hypd.config import Settings
-from hypd.create.waiters import WaiterStore
 from hypd.health.budget import RepairBudget
 from hypd.health.handler import EventServices, EventSettings, handle
 from hypd.health.policy import PolicyStore
@@ -25,6 +24,7 @@ from hypd.observability import counter
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind
 from hypd.operations.store import OperationStore
+from hypd.operations.waiters import WaiterStore
 
 SETTINGS = Settings.from_env()
 _table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)

@@ -35,7 +35,6 @@ from hypd.capacity.live import LiveCluster, read_live_cluster
 from hypd.capacity.state import AutoscalingState, AutoscalingStore
 from hypd.clusters.create_request import eks_cluster_name
 from hypd.clusters.store import ClusterStore
-from hypd.create.waiters import WaiterStore, park_and_look
 from hypd.errors import OperationStateError, PermanentError
 from hypd.instance_groups import placement
 from hypd.instance_groups.spec import group_spec
@@ -57,6 +56,7 @@ from hypd.operations.steps import (
     summary,
 )
 from hypd.operations.store import OperationStore
+from hypd.operations.waiters import WaiterStore, park_and_look
 from hypd.tasks import TaskRouter
 
 KARPENTER_CHECK_SECONDS = 15

@@ -29,7 +29,6 @@ from hypd.clusters.models import (
 )
 from hypd.clusters.store import ClusterStore
 from hypd.create import addons, chart, control_plane, hyperpod, network_stack, storage, verify
-from hypd.create.waiters import WaiterStore, park_and_look
 from hypd.errors import OperationStateError
 from hypd.instance_groups import placement
 from hypd.kubernetes import TokenCache
@@ -50,6 +49,7 @@ from hypd.operations.steps import (
     summary,
 )
 from hypd.operations.store import OperationStore
+from hypd.operations.waiters import WaiterStore, park_and_look
 from hypd.tasks import TaskRouter
 
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")

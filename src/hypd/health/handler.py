@@ -38,7 +38,6 @@ from hypd.capacity.inputs import NodeActionInput
 from hypd.capacity.start import capacity_operation, start_capacity
 from hypd.clusters.create_request import hyperpod_cluster_name
 from hypd.clusters.store import ClusterStore
-from hypd.create.waiters import WaiterStore, on_cluster_state_change
 from hypd.errors import ConflictError, PermanentError
 from hypd.health import notify
 from hypd.health.budget import Repair, RepairBudget
@@ -73,6 +72,7 @@ from hypd.operations.lifecycle import operation_id_of_execution
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind
 from hypd.operations.store import OperationStore
+from hypd.operations.waiters import WaiterStore, on_cluster_state_change
 
 KEPT_LEVELS = frozenset({"Warn", "Error"})
 REPAIR_KINDS = {"reboot": OperationKind.REBOOT_NODE, "replace": OperationKind.REPLACE_NODE}

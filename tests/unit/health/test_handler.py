@@ -16,7 +16,6 @@ from hypd.capacity.inputs import NodeActionInput
 from hypd.capacity.start import capacity_operation
 from hypd.clusters.models import ClusterSource
 from hypd.clusters.store import ClusterStore
-from hypd.create.waiters import WaiterStore
 from hypd.health.budget import RepairBudget
 from hypd.health.handler import EventServices, EventSettings, handle
 from hypd.health.policy import HealthPolicy, PolicyStore
@@ -25,6 +24,7 @@ from hypd.operations.kinds import cluster_lock
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind, OperationStatus
 from hypd.operations.store import OperationStore
+from hypd.operations.waiters import WaiterStore
 from tests.unit.support import FakeClock, cluster_record, hyperpod_arn, load_event
 
 NODE = "i-12345678abcdefghi"

@@ -10,11 +10,11 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hypd.aws.dynamodb import Table
-from hypd.create.waiters import WaiterStore, on_cluster_state_change
 from hypd.errors import AwsAccessDenied
+from hypd.operations.waiters import WaiterStore, on_cluster_state_change
 
 EVENT = json.loads(
-    (Path(__file__).resolve().parents[3] / "events"
+    (Path(__file__).resolve().parents[2] / "events"
      / "eventbridge-hyperpod-cluster-state-change.json").read_text()
 )
 
