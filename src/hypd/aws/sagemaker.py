@@ -54,6 +54,25 @@ def _cluster_not_found(exc: ClientError) -> bool:
     )
 
 
+def create_cluster(client: Any, request: dict[str, Any]) -> None:
+    """CreateCluster. A cluster of that name already there is not an error (a crashed
+    earlier attempt may have made it): the caller describes it next."""
+    unless_not_found(
+        lambda: client.create_cluster(**request),
+        f"creating HyperPod cluster {request['ClusterName']}",
+        code_in("ConflictException", "ResourceInUse"),
+    )
+
+
+def delete_cluster(client: Any, name: str, action: str | None = None) -> None:
+    """Start deleting the cluster (being deleted already, or gone: nothing to do)."""
+    unless_not_found(
+        lambda: client.delete_cluster(ClusterName=name),
+        action or f"deleting HyperPod cluster {name}",
+        code_in("ConflictException", "ResourceNotFound"),
+    )
+
+
 def list_tags(client: Any, arn: str) -> dict[str, str]:
     tags = all_pages(client, "list_tags", "Tags", f"listing tags of {arn}", ResourceArn=arn)
     return {tag["Key"]: tag.get("Value", "") for tag in tags}

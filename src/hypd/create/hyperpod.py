@@ -11,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from hypd.aws.errors import NETWORK_ERRORS, error_code, translate
-from hypd.aws.sagemaker import describe_cluster
+from hypd.aws.sagemaker import create_cluster, delete_cluster, describe_cluster
 from hypd.clusters.create_request import ResolvedCreate
 from hypd.clusters.models import HYPD_TAG_KEY, HyperPodCluster
 from hypd.errors import AwsUnavailable, PermanentError
@@ -104,10 +101,10 @@ def ensure_cluster(
         )
     if existing is not None and replace_failed and existing.status in (*FAILED_STATES, "Deleting"):
         if existing.status != "Deleting":
-            _delete(sagemaker, name)
+            delete_cluster(sagemaker, name, f"deleting failed HyperPod cluster {name}")
         return None
     if existing is None:
-        _create(sagemaker, request)
+        create_cluster(sagemaker, dict(request))
         existing = describe_cluster(sagemaker, name)
         if existing is None:
             raise AwsUnavailable(
@@ -115,28 +112,6 @@ def ensure_cluster(
             )
     raise_if_failed(existing)
     return existing
-
-
-def _create(sagemaker: Any, request: Mapping[str, Any]) -> None:
-    name = request["ClusterName"]
-    try:
-        sagemaker.create_cluster(**request)
-    except ClientError as exc:
-        # A crashed earlier attempt may have created it: the caller describes it next.
-        if error_code(exc) not in ("ConflictException", "ResourceInUse"):
-            raise translate(exc, f"creating HyperPod cluster {name}") from exc
-    except NETWORK_ERRORS as exc:
-        raise translate(exc, f"creating HyperPod cluster {name}") from exc
-
-
-def _delete(sagemaker: Any, name: str) -> None:
-    try:
-        sagemaker.delete_cluster(ClusterName=name)
-    except ClientError as exc:
-        if error_code(exc) not in ("ConflictException", "ResourceNotFound"):
-            raise translate(exc, f"deleting failed HyperPod cluster {name}") from exc
-    except NETWORK_ERRORS as exc:
-        raise translate(exc, f"deleting failed HyperPod cluster {name}") from exc
 
 
 def raise_if_failed(cluster: HyperPodCluster) -> None:
