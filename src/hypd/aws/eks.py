@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hypd import clock
-from hypd.aws.errors import all_pages, code_in, error_code, unless_not_found
+from hypd.aws.errors import all_pages, code_in, error_code, translated, unless_not_found
 from hypd.clusters.models import EksCluster
 from hypd.errors import PermanentError
 
@@ -60,6 +60,13 @@ def to_model(cluster: dict[str, Any]) -> EksCluster:
 # needs the endpoint and CA data, which the EksCluster model does not carry.
 _NOT_FOUND = code_in("ResourceNotFoundException")
 _IN_USE = code_in("ResourceInUseException")
+
+
+def read_cluster(client: Any, name: str) -> dict[str, Any]:
+    """DescribeCluster's ``cluster``; `hypd.errors.AwsResourceNotFound` when there is none."""
+    cluster: dict[str, Any] = translated(
+        lambda: client.describe_cluster(name=name)["cluster"], f"describing EKS cluster {name}")
+    return cluster
 
 
 def find_cluster(client: Any, name: str) -> dict[str, Any] | None:

@@ -106,6 +106,14 @@ def translate(exc: Exception, action: str) -> HypdError:
 T = TypeVar("T")
 
 
+def translated(call: Callable[[], T], action: str) -> T:
+    """`call()`, its AWS and network errors translated into hypd's (`translate`)."""
+    try:
+        return call()
+    except (ClientError, *NETWORK_ERRORS) as exc:
+        raise translate(exc, action) from exc
+
+
 def unless_not_found(
     call: Callable[[], T], action: str, is_not_found: Callable[[ClientError], bool]
 ) -> T | None:

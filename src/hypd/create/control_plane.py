@@ -25,12 +25,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from hypd import clock
 from hypd.aws import eks as eks_api
-from hypd.aws.errors import NETWORK_ERRORS, translate
 from hypd.aws.partitions import partition_of_arn
+from hypd.aws.sts import caller_arn
 from hypd.errors import PermanentError
 
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -358,11 +356,7 @@ def ensure_eks_cluster(
 def read_eks_cluster(eks: Any, name: str) -> EksState:
     """The cluster's state (`EksState.ready` once ACTIVE); `EksClusterFailed` when FAILED and
     `hypd.errors.AwsResourceNotFound` when it does not exist."""
-    try:
-        cluster = eks.describe_cluster(name=name)["cluster"]
-    except (ClientError, *NETWORK_ERRORS) as exc:
-        raise translate(exc, f"describing EKS cluster {name}") from exc
-    return _checked(state_of(cluster))
+    return _checked(state_of(eks_api.read_cluster(eks, name)))
 
 
 # ---------------------------------------------------------------------------- access
@@ -423,8 +417,4 @@ def iam_principal(caller_arn: str) -> str:
 
 def principal_of(sts: Any) -> str:
     """The IAM ARN of the caller of `sts` (GetCallerIdentity), as an access entry names it."""
-    try:
-        arn = str(sts.get_caller_identity()["Arn"])
-    except (ClientError, *NETWORK_ERRORS) as exc:
-        raise translate(exc, "reading the caller's identity (STS GetCallerIdentity)") from exc
-    return iam_principal(arn)
+    return iam_principal(caller_arn(sts))

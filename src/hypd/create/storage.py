@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from hypd.aws.errors import NETWORK_ERRORS, all_pages, error_code, translate
+from hypd.aws.errors import all_pages
+from hypd.aws.fsx import create_file_system
+from hypd.aws.s3 import bucket_exists
 from hypd.clusters.create_request import FsxDeploymentType, ResolvedCreate, StorageRequest
 from hypd.clusters.models import HYPD_TAG_KEY
 from hypd.errors import PermanentError
@@ -66,17 +66,11 @@ def check_bucket(s3: Any, bucket: str) -> None:
         AwsAccessDenied: the bucket exists but is not ours to read (or the parameter
             StorageBuckets of the deployment does not cover it).
     """
-    try:
-        s3.head_bucket(Bucket=bucket)
-    except ClientError as exc:
-        if error_code(exc) in ("404", "NoSuchBucket", "NotFound"):
-            raise StorageBucketNotFound(
-                f"storage.s3.bucket: bucket {bucket} does not exist; create it or name another",
-                details={"bucket": bucket, "awsErrorCode": "NoSuchBucket"},
-            ) from exc
-        raise translate(exc, f"checking bucket {bucket}") from exc
-    except NETWORK_ERRORS as exc:
-        raise translate(exc, f"checking bucket {bucket}") from exc
+    if not bucket_exists(s3, bucket):
+        raise StorageBucketNotFound(
+            f"storage.s3.bucket: bucket {bucket} does not exist; create it or name another",
+            details={"bucket": bucket, "awsErrorCode": "NoSuchBucket"},
+        )
 
 
 def s3_manifests(tag: str, storage: StorageRequest, region: str | None) -> list[dict[str, Any]]:
@@ -120,23 +114,22 @@ def ensure_file_system(
         lustre: dict[str, Any] = {"DeploymentType": deployment}
         if deployment.startswith("PERSISTENT"):
             lustre["PerUnitStorageThroughput"] = FSX_THROUGHPUT_PER_TIB
-        try:
-            response = fsx.create_file_system(
-                ClientRequestToken=client_token[:63],
-                FileSystemType="LUSTRE",
-                StorageCapacity=spec.storage_capacity_gib,
-                SubnetIds=[subnet_id],
-                SecurityGroupIds=[security_group_id],
-                LustreConfiguration=lustre,
-                Tags=[
+        existing = create_file_system(
+            fsx,
+            {
+                "ClientRequestToken": client_token[:63],
+                "FileSystemType": "LUSTRE",
+                "StorageCapacity": spec.storage_capacity_gib,
+                "SubnetIds": [subnet_id],
+                "SecurityGroupIds": [security_group_id],
+                "LustreConfiguration": lustre,
+                "Tags": [
                     {"Key": HYPD_TAG_KEY, "Value": resolved.tag},
                     {"Key": "Name", "Value": volume_name(resolved.tag)},
                 ],
-            )
-        except (ClientError, *NETWORK_ERRORS) as exc:
-            action = f"creating the FSx for Lustre file system of {resolved.tag}"
-            raise translate(exc, action) from exc
-        existing = dict(response["FileSystem"])
+            },
+            f"creating the FSx for Lustre file system of {resolved.tag}",
+        )
     _raise_if_failed(existing)
     return existing
 
