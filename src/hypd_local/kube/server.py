@@ -649,19 +649,13 @@ class KubeApiServer:
             response.headers.add(header, value)
         return response
 
-    @staticmethod
-    def _delete_options(request: Request) -> dict[str, Any]:
-        """A DELETE's DeleteOptions body ({} when it has none)."""
-        raw = request.get_data()
-        if not raw.strip() or (request.mimetype and "json" not in request.mimetype):
+    @classmethod
+    def _delete_options(cls, request: Request) -> dict[str, Any]:
+        """A DELETE's DeleteOptions body ({} when it has none), read as any body (`_body`)."""
+        if not request.get_data().strip() or (
+                request.mimetype and "json" not in request.mimetype):
             return {}  # a protobuf DeleteOptions (typed clients) is not read
-        try:
-            options = json.loads(raw)
-        except ValueError as exc:
-            raise bad_request(f"the DeleteOptions could not be decoded: {exc}") from exc
-        if not isinstance(options, dict):
-            raise bad_request("the DeleteOptions must be an object")
-        return options
+        return cls._body(request)
 
     @staticmethod
     def _body(request: Request) -> dict[str, Any]:
