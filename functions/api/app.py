@@ -13,40 +13,18 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hypd.api.app import build_app
-from hypd.api.services import ApiServices
-from hypd.aws.clients import client, lazy_client
-from hypd.aws.dynamodb import Table
-from hypd.capacity.state import AutoscalingStore
-from hypd.clusters.store import ClusterStore
-from hypd.config import Settings
-from hypd.health.policy import PolicyStore
-from hypd.health.records import HealthStore
-from hypd.operations.locks import LockStore
-from hypd.operations.store import OperationStore
+from hypd.config import ApiSettings
+from hypd.wiring import api as wiring
 
 # GET routes publish no metric; Powertools' warning about that is noise (its documented remedy).
 warnings.filterwarnings("ignore", "No application metrics to publish*")
 
-SETTINGS = Settings.from_env()
-_table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
+SETTINGS = ApiSettings.from_env()
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-app = build_app(
-    ApiServices(
-        operations=OperationStore(_table),
-        clusters=ClusterStore(_table),
-        locks=LockStore(_table),
-        sfn_client=lazy_client("stepfunctions", SETTINGS.region),
-        ec2_client=lazy_client("ec2", SETTINGS.region),
-        sagemaker_client=lazy_client("sagemaker", SETTINGS.region),
-        state_machines=SETTINGS.state_machines,
-        autoscaling=AutoscalingStore(_table),
-        health=HealthStore(_table),
-        policies=PolicyStore(_table),
-    )
-)
+app = build_app(wiring.services(SETTINGS))
 
 
 @logger.inject_lambda_context(

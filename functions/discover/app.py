@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-from hypd.aws.clients import client, lazy_client
-from hypd.aws.dynamodb import Table
-from hypd.clusters.discovery_tasks import DiscoverServices, build_router
-from hypd.clusters.store import ClusterStore
-from hypd.config import Settings
+from hypd.clusters.discovery_tasks import build_router
+from hypd.config import DiscoverSettings
 from hypd.observability import task_handler
-from hypd.operations.store import OperationStore
+from hypd.wiring import discover as wiring
 
-SETTINGS = Settings.from_env()
-_table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
+SETTINGS = DiscoverSettings.from_env()
 
-handler = task_handler(
-    build_router(
-        DiscoverServices(
-            operations=OperationStore(_table),
-            clusters=ClusterStore(_table),
-            eks_client=lazy_client("eks", SETTINGS.region),
-            sagemaker_client=lazy_client("sagemaker", SETTINGS.region),
-            region=SETTINGS.region,
-        )
-    )
-)
+handler = task_handler(build_router(wiring.services(SETTINGS)))

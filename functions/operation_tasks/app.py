@@ -3,19 +3,13 @@ that ended without recording their outcome (Step Functions status-change events)
 
 from __future__ import annotations
 
-from hypd.aws.clients import client
-from hypd.aws.dynamodb import Table
-from hypd.clusters.store import ClusterStore
-from hypd.config import Settings
+from hypd.config import OperationTaskSettings
 from hypd.observability import task_handler
-from hypd.operations.locks import LockStore
-from hypd.operations.store import OperationStore
-from hypd.operations.tasks import build_router, execution_event_to_task
+from hypd.operations.tasks import execution_event_to_task, router
+from hypd.wiring import operations as wiring
 
-SETTINGS = Settings.from_env()
-_table = Table(client("dynamodb", SETTINGS.region), SETTINGS.table_name)
+SETTINGS = OperationTaskSettings.from_env()
 
 handler = task_handler(
-    build_router(OperationStore(_table), LockStore(_table), ClusterStore(_table)),
-    route=execution_event_to_task,
+    router.bind(wiring.services(SETTINGS)), route=execution_event_to_task
 )

@@ -1,11 +1,22 @@
-"""Function configuration: the environment, parsed once at import time into a model."""
+"""Function configuration: one pydantic model per function, parsed from its environment once,
+at init (template.yaml sets the variables).
+
+Each field's alias is the variable's name. A missing or malformed variable is a
+`ConfigurationError` naming the variable, raised when the function's module is imported (Lambda
+reports it as an init error), never a KeyError on first use. `hypd.wiring` builds each
+function's services from its model.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
 
+from hypd.errors import PermanentError
 from hypd.operations.kinds import SPECS
 from hypd.operations.models import OperationKind
 
@@ -16,25 +27,118 @@ STATE_MACHINE_SETTINGS: dict[OperationKind, str] = {
 its spec: `hypd.operations.kinds`)."""
 
 
-class Settings(BaseModel):
-    """What a function reads from its environment (set by template.yaml)."""
+class ConfigurationError(PermanentError):
+    """A function's environment lacks a variable it needs, or one is malformed."""
 
-    model_config = ConfigDict(frozen=True)
+    code = "ConfigurationError"
 
-    table_name: str = Field(min_length=3)
-    region: str | None = None
-    state_machines: dict[OperationKind, str] = Field(default_factory=dict)
-    """The state machine of each operation kind this function starts (the API's)."""
+
+class FunctionSettings(BaseModel):
+    """What every function reads: its table and Region."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    table_name: str = Field(alias="TABLE_NAME", min_length=3)
+    region: str | None = Field(default=None, alias="AWS_REGION")
+    """Lambda sets AWS_REGION; AWS_DEFAULT_REGION is read when it is absent."""
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """The settings in `environ` (the process environment by default).
+
+        Raises:
+            ConfigurationError: a variable is missing or malformed (each is named).
+        """
         env = dict(os.environ if environ is None else environ)
-        return cls(
-            table_name=env.get("TABLE_NAME", ""),
-            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
-            state_machines={
-                kind: env[variable]
-                for kind, variable in STATE_MACHINE_SETTINGS.items()
-                if env.get(variable)
-            },
-        )
+        if not env.get("AWS_REGION") and env.get("AWS_DEFAULT_REGION"):
+            env["AWS_REGION"] = env["AWS_DEFAULT_REGION"]
+        # An empty variable is an unset one (templates write "" for an absent optional ARN).
+        present = {name: value for name, value in env.items() if value != ""}
+        try:
+            return cls.model_validate(present)
+        except PydanticValidationError as exc:
+            problems = [
+                f"{'.'.join(str(part) for part in error['loc'])}: "
+                + ("is not set" if error["type"] == "missing" else error["msg"])
+                for error in exc.errors()
+            ]
+            raise ConfigurationError(
+                f"{cls.__name__}: " + "; ".join(problems),
+                details={"variables": [str(error["loc"][0]) for error in exc.errors()]},
+            ) from exc
+
+
+class ApiSettings(FunctionSettings):
+    """The REST API function."""
+
+    state_machines: dict[OperationKind, str] = Field(default_factory=dict)
+    """The state machine of each operation kind it starts (`<LOGICAL_ID>_ARN`, per spec)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _state_machines(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "state_machines" not in data:
+            data = {
+                **data,
+                "state_machines": {
+                    kind: data[variable]
+                    for kind, variable in STATE_MACHINE_SETTINGS.items()
+                    if data.get(variable)
+                },
+            }
+        return data
+
+
+class CreateTaskSettings(FunctionSettings):
+    """The create-cluster pipeline's tasks (ClusterTasksFunction)."""
+
+    eks_cluster_role_arn: str = Field(alias="EKS_CLUSTER_ROLE_ARN")
+    hyperpod_execution_role_arn: str = Field(alias="HYPERPOD_EXECUTION_ROLE_ARN")
+    dependency_chart: str = Field(alias="DEPENDENCY_CHART")
+    s3_csi_driver_role_arn: str | None = Field(default=None, alias="S3_CSI_DRIVER_ROLE_ARN")
+    fsx_csi_driver_role_arn: str | None = Field(default=None, alias="FSX_CSI_DRIVER_ROLE_ARN")
+    network_stack_role_arn: str | None = Field(default=None, alias="NETWORK_STACK_ROLE_ARN")
+    kubernetes_access_roles: tuple[str, ...] = Field(
+        default=(), alias="KUBERNETES_ACCESS_ROLE_ARNS"
+    )
+    """The roles of the other functions that use the cluster's Kubernetes API (the capacity
+    tasks): each gets an access entry of its own, as this function does. Comma-separated."""
+
+    @field_validator("kubernetes_access_roles", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(arn for arn in value.split(",") if arn)
+        return value
+
+
+class CapacityTaskSettings(FunctionSettings):
+    """The capacity state machines' tasks (CapacityTasksFunction)."""
+
+    hyperpod_execution_role_arn: str = Field(alias="HYPERPOD_EXECUTION_ROLE_ARN")
+    autoscaling_role_boundary_arn: str | None = Field(
+        default=None, alias="AUTOSCALING_ROLE_BOUNDARY_ARN"
+    )
+
+
+class EventSettings(FunctionSettings):
+    """The cluster events function (HyperPod's and EKS's events)."""
+
+    notifications_topic_arn: str | None = Field(
+        default=None, alias="HEALTH_NOTIFICATIONS_TOPIC_ARN"
+    )
+    dead_letter_queue_url: str | None = Field(default=None, alias="EVENTS_DEAD_LETTER_QUEUE_URL")
+    node_action_state_machine_arn: str | None = Field(
+        default=None, alias=SPECS[OperationKind.REBOOT_NODE].state_machine_variable
+    )
+    """The machine repairs start (every node action's)."""
+    metrics_namespace: str = Field(default="hypd", alias="POWERTOOLS_METRICS_NAMESPACE")
+    service_name: str = Field(default="hypd-cluster-events", alias="POWERTOOLS_SERVICE_NAME")
+
+
+class DiscoverSettings(FunctionSettings):
+    """The discover operation's tasks."""
+
+
+class OperationTaskSettings(FunctionSettings):
+    """The operation bookkeeping tasks (begin / succeed / fail, execution ends)."""

@@ -14,8 +14,6 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hypd.tasks import TaskRouter
-
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 # The operation id: a task input's `operationId`, or the execution name of a Step Functions
@@ -48,11 +46,16 @@ def counter(namespace: str, service: str) -> Count:
     return count
 
 
+class Dispatcher(Protocol):
+    def dispatch(self, event: dict[str, Any]) -> dict[str, Any]: ...
+
+
 def task_handler(
-    router: TaskRouter,
+    router: Dispatcher,
     route: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Handler:
-    """A Lambda handler that dispatches `{"task": ...}` events to `router`.
+    """A Lambda handler that dispatches `{"task": ...}` events to `router` (a `TaskRouter`
+    bound to the function's services).
 
     `route` may rewrite events that are not task inputs (an EventBridge event, say) into one.
     """

@@ -18,7 +18,8 @@ from hypd.errors import AwsThrottled
 from hypd.operations.locks import LockStore
 from hypd.operations.models import Operation, OperationStatus, StageStatus
 from hypd.operations.store import OperationStore
-from hypd.operations.tasks import build_router as operation_router
+from hypd.operations.tasks import OperationServices
+from hypd.operations.tasks import router as operation_tasks
 from hypd.tasks import TaskRouter
 from tests.unit.support import REGION, cluster_record, discover_operation, eks_arn, hyperpod_arn
 
@@ -321,7 +322,7 @@ def test_a_whole_discovery_succeeds(
     router: TaskRouter, operations: OperationStore, table: Table, operation: Operation
 ) -> None:
     # Given the operation tasks of the same table
-    tasks = operation_router(operations, LockStore(table))
+    tasks = operation_tasks.bind(OperationServices(operations, LockStore(table)))
     # When the state machine's happy path runs: begin, the two listings, record, succeed
     tasks.dispatch({"task": "begin", "operationId": operation.id, "executionArn": "arn:exec"})
     result = run_discovery(router, operation.id)

@@ -14,8 +14,9 @@ from hypd.operations.locks import LockStore
 from hypd.operations.models import ErrorInfo, Operation, OperationStatus, StageStatus
 from hypd.operations.stages import run_stage
 from hypd.operations.store import OperationStore
-from hypd.operations.tasks import build_router, execution_event_to_task
-from hypd.tasks import TaskRouter
+from hypd.operations.tasks import OperationServices, execution_event_to_task
+from hypd.operations.tasks import router as operation_tasks
+from hypd.tasks import BoundTasks
 from tests.unit.support import (
     TABLE_NAME,
     FakeLambdaContext,
@@ -41,8 +42,8 @@ def locks(table: Table) -> LockStore:
 
 
 @pytest.fixture
-def router(operations: OperationStore, locks: LockStore) -> TaskRouter:
-    return build_router(operations, locks)
+def router(operations: OperationStore, locks: LockStore) -> BoundTasks:
+    return operation_tasks.bind(OperationServices(operations, locks))
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def locked(operations: OperationStore, locks: LockStore) -> Operation:
 
 
 def test_begin_marks_the_operation_running(
-    router: TaskRouter, operations: OperationStore, locks: LockStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locks: LockStore, locked: Operation
 ) -> None:
     # When the first state runs the begin task
     result = router.dispatch(
@@ -75,7 +76,7 @@ def test_begin_marks_the_operation_running(
 
 
 def test_succeed_records_output_and_releases_the_lock(
-    router: TaskRouter, operations: OperationStore, locks: LockStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locks: LockStore, locked: Operation
 ) -> None:
     router.dispatch({"task": "begin", "operationId": locked.id})
     output = {"recorded": ["train"], "conflicts": [], "missing": []}
@@ -91,7 +92,7 @@ def test_succeed_records_output_and_releases_the_lock(
 
 
 def test_fail_with_a_lambda_error_records_it_and_releases_the_lock(
-    router: TaskRouter, operations: OperationStore, locks: LockStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locks: LockStore, locked: Operation
 ) -> None:
     # Given the Catch result of a Lambda task that failed before any stage started
     caught = load_event("lambda-error-cause.json")
@@ -109,7 +110,7 @@ def test_fail_with_a_lambda_error_records_it_and_releases_the_lock(
 
 
 def test_fail_blames_the_stage_that_recorded_the_aws_error(
-    router: TaskRouter, operations: OperationStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locked: Operation
 ) -> None:
     # Given the HyperPod stage failed with AccessDeniedException (recorded by run_stage)
     denied = AwsAccessDenied(
@@ -160,7 +161,7 @@ def event_for(operation_id: str, status: str, **detail: Any) -> dict[str, Any]:
 
 
 def test_failed_execution_event_fails_the_operation_and_releases_the_lock(
-    router: TaskRouter, operations: OperationStore, locks: LockStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locks: LockStore, locked: Operation
 ) -> None:
     # Given a running stage when the execution fails outside any Catch
     router.dispatch({"task": "begin", "operationId": locked.id})
@@ -177,7 +178,7 @@ def test_failed_execution_event_fails_the_operation_and_releases_the_lock(
 
 
 def test_aborted_execution_event_cancels_the_operation(
-    router: TaskRouter, operations: OperationStore, locks: LockStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locks: LockStore, locked: Operation
 ) -> None:
     router.dispatch({"task": "begin", "operationId": locked.id})
     event = event_for(locked.id, "ABORTED", error=None, cause=None)
@@ -188,7 +189,7 @@ def test_aborted_execution_event_cancels_the_operation(
 
 
 def test_timed_out_execution_event_fails_with_states_timeout(
-    router: TaskRouter, operations: OperationStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locked: Operation
 ) -> None:
     event = event_for(locked.id, "TIMED_OUT", error=None, cause=None)
     router.dispatch(execution_event_to_task(event))
@@ -198,7 +199,7 @@ def test_timed_out_execution_event_fails_with_states_timeout(
 
 
 def test_execution_event_after_the_outcome_was_recorded_changes_nothing(
-    router: TaskRouter, operations: OperationStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locked: Operation
 ) -> None:
     router.dispatch(
         {"task": "fail", "operationId": locked.id, "error": load_event("lambda-error-cause.json")}
@@ -210,7 +211,7 @@ def test_execution_event_after_the_outcome_was_recorded_changes_nothing(
 
 
 def test_execution_event_of_an_unknown_execution_is_ignored(
-    router: TaskRouter, operations: OperationStore
+    router: BoundTasks, operations: OperationStore
 ) -> None:
     result = router.dispatch(execution_event_to_task(event_for("manual-run-1", "FAILED")))
     assert result == {"operationId": "manual-run-1", "status": "UNKNOWN"}
@@ -218,7 +219,7 @@ def test_execution_event_of_an_unknown_execution_is_ignored(
 
 
 def test_lock_taken_over_by_a_newer_operation_survives_the_old_ones_end(
-    router: TaskRouter, operations: OperationStore, locks: LockStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locks: LockStore, locked: Operation
 ) -> None:
     # Given a newer operation took over the lock
     newer = discover_operation(lock_scope="discover")
@@ -230,7 +231,7 @@ def test_lock_taken_over_by_a_newer_operation_survives_the_old_ones_end(
 
 
 def test_succeed_while_a_stage_runs_is_refused(
-    router: TaskRouter, operations: OperationStore, locks: LockStore, locked: Operation
+    router: BoundTasks, operations: OperationStore, locks: LockStore, locked: Operation
 ) -> None:
     operations.update(locked.id, lambda op: lifecycle.start_stage(op, "record"))
     with pytest.raises(OperationStateError):
@@ -248,7 +249,7 @@ def test_succeed_while_a_stage_runs_is_refused(
     ],
 )
 def test_invalid_task_input_names_the_field(
-    router: TaskRouter, event: dict[str, Any], field: str
+    router: BoundTasks, event: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(InvalidTaskInput, match=f"{field}: "):
         router.dispatch(event)

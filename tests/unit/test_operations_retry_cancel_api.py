@@ -24,7 +24,8 @@ from hypd.operations.models import (
     StageStatus,
 )
 from hypd.operations.store import OperationStore
-from hypd.operations.tasks import build_router, execution_event_to_task
+from hypd.operations.tasks import OperationServices, execution_event_to_task
+from hypd.operations.tasks import router as operation_tasks
 from tests.support import create_body
 from tests.unit.support import (
     REGION,
@@ -304,7 +305,7 @@ def test_cancel_stops_the_execution_and_its_end_cancels_the_operation(
     event["detail"].update(
         name=operation_id, executionArn=execution["executionArn"], status="ABORTED"
     )
-    router = build_router(OperationStore(table), LockStore(table))
+    router = operation_tasks.bind(OperationServices(OperationStore(table), LockStore(table)))
     assert router.dispatch(execution_event_to_task(event))["status"] == "CANCELLED"
     assert api.locks.holder("discover") is None
     # And cancelling it again is a 409
@@ -372,7 +373,7 @@ def test_a_late_end_of_the_execution_before_a_retry_leaves_the_retry_alone(
     first = api.fail_in(operation_id, "record")
     api.retry(operation_id)
     retried = api.operations.update(operation_id, lambda op: lifecycle.begin(op, op.execution_arn))
-    router = build_router(OperationStore(table), LockStore(table))
+    router = operation_tasks.bind(OperationServices(OperationStore(table), LockStore(table)))
     # When the first execution's FAILED event arrives late
     event = load_event("sfn-execution-status-change.json")
     event["detail"].update(name=operation_id, executionArn=first.execution_arn)

@@ -21,7 +21,7 @@ from hypd.clusters.discovery_tasks import DiscoverServices
 from hypd.clusters.discovery_tasks import build_router as discover_router
 from hypd.create.tasks import CreateServices
 from hypd.create.tasks import build_router as create_router
-from hypd.operations.tasks import build_router as operation_tasks_router
+from hypd.operations.tasks import router as operation_tasks_router
 from hypd.tasks import TaskRouter
 from tests.unit.support import ROOT, load_template
 
@@ -233,7 +233,7 @@ def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
     """The task router of the function each `${...Arn}` placeholder names."""
     unused: Any = object()
     by_function = {
-        "OperationTasksFunction": operation_tasks_router(unused, unused),
+        "OperationTasksFunction": operation_tasks_router,
         "ClusterTasksFunction": create_router(
             CreateServices(
                 operations=unused,

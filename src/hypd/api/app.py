@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hypd import __version__
 from hypd.api import capacity, catalog, clusters, health, operations
+from hypd.api.context import Scope, serving
 from hypd.api.errors import ERROR_RESPONSES, register_error_handlers
 from hypd.api.models import (
     AutoscalingUnchanged,
@@ -26,10 +30,22 @@ DESCRIPTION = (
 )
 
 
-def build_app(services: ApiServices) -> ApiResolver:
-    app = ApiResolver()
+class HypdApp(ApiResolver):
+    """The resolver of one function instance: every request runs with its services."""
+
+    def __init__(self, services: ApiServices) -> None:
+        super().__init__()
+        self.scope = Scope(services, Logger(child=True), Metrics())
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        with serving(self.scope):
+            return super().resolve(event, context)
+
+
+def build_app(services: ApiServices) -> HypdApp:
+    app = HypdApp(services)
     app.include_router(clusters.build_router(services))
-    app.include_router(operations.build_router(services))
+    app.include_router(operations.router)
     app.include_router(catalog.build_router(services))
     app.include_router(capacity.build_router(services))
     app.include_router(health.build_router(services))

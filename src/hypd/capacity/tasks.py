@@ -35,6 +35,7 @@ from hypd.capacity.live import LiveCluster, read_live_cluster
 from hypd.capacity.state import AutoscalingState, AutoscalingStore
 from hypd.clusters.create_request import eks_cluster_name
 from hypd.clusters.store import ClusterStore
+from hypd.config import CapacityTaskSettings
 from hypd.errors import OperationStateError, PermanentError
 from hypd.instance_groups import placement
 from hypd.instance_groups.spec import group_spec
@@ -83,13 +84,6 @@ class KarpenterObjectConflict(PermanentError):
     code = "KarpenterObjectConflict"
 
 
-@dataclass(frozen=True)
-class CapacitySettings:
-    region: str | None
-    hyperpod_execution_role_arn: str
-    autoscaling_role_boundary_arn: str | None
-
-
 @dataclass
 class CapacityServices:
     operations: OperationStore
@@ -99,7 +93,7 @@ class CapacityServices:
     autoscaling: AutoscalingStore
     client: Callable[[str], Any]
     """A boto3 client per service name, created on first use and reused."""
-    settings: CapacitySettings
+    settings: CapacityTaskSettings
     tokens: TokenCache | None = None
 
     def __post_init__(self) -> None:

@@ -28,6 +28,7 @@ from hypd.clusters.models import (
     HyperPodCluster,
 )
 from hypd.clusters.store import ClusterStore
+from hypd.config import CreateTaskSettings
 from hypd.create import addons, chart, control_plane, hyperpod, network_stack, storage, verify
 from hypd.errors import OperationStateError
 from hypd.instance_groups import placement
@@ -55,27 +56,13 @@ from hypd.tasks import TaskRouter
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
 
 
-@dataclass(frozen=True)
-class CreateSettings:
-    region: str | None
-    eks_cluster_role_arn: str
-    hyperpod_execution_role_arn: str
-    s3_csi_driver_role_arn: str | None
-    network_stack_role_arn: str | None
-    dependency_chart: str
-    fsx_csi_driver_role_arn: str | None = None
-    kubernetes_access_roles: tuple[str, ...] = ()
-    """The roles of the other functions that use the cluster's Kubernetes API (the capacity
-    tasks): each gets an access entry of its own, as this function does."""
-
-    @property
-    def pod_identity_roles(self) -> dict[str, str]:
-        """The role of each CSI driver add-on's pod identity (each driver its own)."""
-        roles = {
-            addons.CSI_DRIVERS["s3"]: self.s3_csi_driver_role_arn,
-            addons.CSI_DRIVERS["fsx"]: self.fsx_csi_driver_role_arn,
-        }
-        return {addon: role for addon, role in roles.items() if role}
+def pod_identity_roles(settings: CreateTaskSettings) -> dict[str, str]:
+    """The role of each CSI driver add-on's pod identity (each driver its own)."""
+    roles = {
+        addons.CSI_DRIVERS["s3"]: settings.s3_csi_driver_role_arn,
+        addons.CSI_DRIVERS["fsx"]: settings.fsx_csi_driver_role_arn,
+    }
+    return {addon: role for addon, role in roles.items() if role}
 
 
 @dataclass
@@ -86,7 +73,7 @@ class CreateServices:
     waiters: WaiterStore
     client: Callable[[str], Any]
     """A boto3 client per service name, created on first use and reused."""
-    settings: CreateSettings
+    settings: CreateTaskSettings
     tokens: TokenCache | None = None
 
     def __post_init__(self) -> None:
@@ -297,7 +284,7 @@ def build_router(services: CreateServices) -> TaskRouter:
             services.client("eks"),
             resolved.eks_cluster_name,
             addons.plan_addons(_storage_kind(resolved)),
-            pod_identity_roles=services.settings.pod_identity_roles,
+            pod_identity_roles=pod_identity_roles(services.settings),
             client_token=f"{operation.id}-addons",
         )
 

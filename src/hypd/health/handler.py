@@ -38,6 +38,7 @@ from hypd.capacity.inputs import NodeActionInput
 from hypd.capacity.start import capacity_operation, start_capacity
 from hypd.clusters.create_request import hyperpod_cluster_name
 from hypd.clusters.store import ClusterStore
+from hypd.config import EventSettings
 from hypd.errors import ConflictError, PermanentError
 from hypd.health import notify
 from hypd.health.budget import Repair, RepairBudget
@@ -78,14 +79,6 @@ KEPT_LEVELS = frozenset({"Warn", "Error"})
 REPAIR_KINDS = {"reboot": OperationKind.REBOOT_NODE, "replace": OperationKind.REPLACE_NODE}
 BUSY = "busy"
 """The reason of a repair deferred until the cluster's running operation ends."""
-
-
-@dataclass(frozen=True)
-class EventSettings:
-    region: str | None
-    notifications_topic_arn: str | None
-    dead_letter_queue_url: str | None
-    node_action_state_machine_arn: str | None
 
 
 @dataclass

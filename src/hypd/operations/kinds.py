@@ -40,6 +40,9 @@ class OperationSpec:
     that did); otherwise a retry reruns every stage (discover: cheap and idempotent)."""
     capacity: bool = False
     """Changes an existing cluster's capacity (hypd.capacity)."""
+    fails_cluster: bool = False
+    """Its failure (or cancellation) marks its cluster record FAILED: the cluster it makes does
+    not exist as asked (a create). Other kinds leave the record as it is."""
 
     @property
     def state_machine_variable(self) -> str:
@@ -68,7 +71,8 @@ SPECS: Mapping[OperationKind, OperationSpec] = {
                       "DiscoverStateMachine", Lock.DISCOVER, resumes=False),
         OperationSpec(K.CREATE_CLUSTER,
                       ("network", "eks", "dependencies", "hyperpod", "storage", "verify"),
-                      "CreateClusterStateMachine", Lock.CLUSTER, resumes=True),
+                      "CreateClusterStateMachine", Lock.CLUSTER, resumes=True,
+                      fails_cluster=True),
         _capacity(K.ADD_INSTANCE_GROUP, ("network", "hyperpod", "verify"),
                   "InstanceGroupStateMachine"),
         _capacity(K.UPDATE_INSTANCE_GROUP, _HYPERPOD_VERIFY, "InstanceGroupStateMachine"),

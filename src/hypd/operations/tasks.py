@@ -3,6 +3,7 @@ execution that ended without recording its outcome (from EventBridge)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -10,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from hypd.clusters.models import ClusterStatus
 from hypd.clusters.store import ClusterStore
 from hypd.operations import lifecycle
+from hypd.operations.kinds import spec_of
 from hypd.operations.locks import LockStore
-from hypd.operations.models import Operation, OperationKind, OperationStatus
+from hypd.operations.models import Operation, OperationStatus
 from hypd.operations.store import OperationStore
 from hypd.tasks import TaskInput, TaskRouter
 
@@ -70,67 +72,75 @@ def execution_event_to_task(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_router(
-    operations: OperationStore, locks: LockStore, clusters: ClusterStore | None = None
-) -> TaskRouter:
-    """`clusters`: where a create-cluster operation that ended without recording it (stopped,
-    timed out) marks its cluster FAILED."""
-    router = TaskRouter()
+@dataclass(frozen=True)
+class OperationServices:
+    operations: OperationStore
+    locks: LockStore
+    clusters: ClusterStore | None = None
+    """Where an operation whose kind marks its cluster on failure (a create) and that ended
+    without recording it (stopped, timed out) marks the cluster FAILED."""
 
-    def release(operation: Operation) -> None:
+    def release(self, operation: Operation) -> None:
         if operation.status.terminal and operation.lock_scope:
-            locks.release(operation.lock_scope, operation.id)
+            self.locks.release(operation.lock_scope, operation.id)
 
-    @router.task("begin", BeginInput)
-    def begin(task: BeginInput) -> dict[str, Any]:
-        operation = operations.update(
-            task.operation_id, lambda op: lifecycle.begin(op, task.execution_arn)
-        )
-        return {"operationId": operation.id, "status": operation.status.value}
 
-    @router.task("succeed", SucceedInput)
-    def succeed(task: SucceedInput) -> dict[str, Any]:
-        operation = operations.update(
-            task.operation_id, lambda op: lifecycle.succeed(op, task.output)
-        )
-        release(operation)
-        return {"operationId": operation.id, "status": operation.status.value}
+router = TaskRouter()
 
-    @router.task("fail", FailInput)
-    def fail(task: FailInput) -> dict[str, Any]:
-        error = lifecycle.error_from_step_functions(task.error.error, task.error.cause)
-        operation = operations.update(task.operation_id, lambda op: lifecycle.fail(op, error))
-        release(operation)
-        return {
-            "operationId": operation.id,
-            "status": operation.status.value,
-            "error": operation.error.model_dump() if operation.error else None,
-        }
 
-    @router.task("execution-ended", ExecutionEndedInput)
-    def execution_ended(task: ExecutionEndedInput) -> dict[str, Any]:
-        if operations.find(task.operation_id) is None:
-            # An execution hypd did not start under an operation id: nothing to reconcile.
-            return {"operationId": task.operation_id, "status": "UNKNOWN"}
-        operation = operations.update(
-            task.operation_id,
-            lambda op: lifecycle.execution_ended(
-                op,
-                task.status,
-                task.error,
-                task.cause,
-                execution_name=task.execution_name,
-                execution_arn=task.execution_arn,
-            ),
-        )
-        if (
-            clusters is not None
-            and operation.kind is OperationKind.CREATE_CLUSTER
-            and operation.cluster_tag
-            and operation.status in (OperationStatus.FAILED, OperationStatus.CANCELLED)
-        ):
-            clusters.set_status(operation.cluster_tag, ClusterStatus.FAILED, operation.id)
-        release(operation)
-        return {"operationId": operation.id, "status": operation.status.value}
+@router.task("begin", BeginInput)
+def begin(task: BeginInput, services: OperationServices) -> dict[str, Any]:
+    operation = services.operations.update(
+        task.operation_id, lambda op: lifecycle.begin(op, task.execution_arn)
+    )
+    return {"operationId": operation.id, "status": operation.status.value}
 
-    return router
+
+@router.task("succeed", SucceedInput)
+def succeed(task: SucceedInput, services: OperationServices) -> dict[str, Any]:
+    operation = services.operations.update(
+        task.operation_id, lambda op: lifecycle.succeed(op, task.output)
+    )
+    services.release(operation)
+    return {"operationId": operation.id, "status": operation.status.value}
+
+
+@router.task("fail", FailInput)
+def fail(task: FailInput, services: OperationServices) -> dict[str, Any]:
+    error = lifecycle.error_from_step_functions(task.error.error, task.error.cause)
+    operation = services.operations.update(
+        task.operation_id, lambda op: lifecycle.fail(op, error)
+    )
+    services.release(operation)
+    return {
+        "operationId": operation.id,
+        "status": operation.status.value,
+        "error": operation.error.model_dump() if operation.error else None,
+    }
+
+
+@router.task("execution-ended", ExecutionEndedInput)
+def execution_ended(task: ExecutionEndedInput, services: OperationServices) -> dict[str, Any]:
+    if services.operations.find(task.operation_id) is None:
+        # An execution hypd did not start under an operation id: nothing to reconcile.
+        return {"operationId": task.operation_id, "status": "UNKNOWN"}
+    operation = services.operations.update(
+        task.operation_id,
+        lambda op: lifecycle.execution_ended(
+            op,
+            task.status,
+            task.error,
+            task.cause,
+            execution_name=task.execution_name,
+            execution_arn=task.execution_arn,
+        ),
+    )
+    if (
+        services.clusters is not None
+        and spec_of(operation.kind).fails_cluster
+        and operation.cluster_tag
+        and operation.status in (OperationStatus.FAILED, OperationStatus.CANCELLED)
+    ):
+        services.clusters.set_status(operation.cluster_tag, ClusterStatus.FAILED, operation.id)
+    services.release(operation)
+    return {"operationId": operation.id, "status": operation.status.value}

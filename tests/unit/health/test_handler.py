@@ -16,8 +16,9 @@ from hypd.capacity.inputs import NodeActionInput
 from hypd.capacity.start import capacity_operation
 from hypd.clusters.models import ClusterSource
 from hypd.clusters.store import ClusterStore
+from hypd.config import EventSettings
 from hypd.health.budget import RepairBudget
-from hypd.health.handler import EventServices, EventSettings, handle
+from hypd.health.handler import EventServices, handle
 from hypd.health.policy import HealthPolicy, PolicyStore
 from hypd.health.records import HealthStore, Taken
 from hypd.operations.kinds import cluster_lock
@@ -97,7 +98,7 @@ def services(table: Table, fakes: Fakes, counted: list[Any],
         waiters=WaiterStore(table), health=HealthStore(table), policies=PolicyStore(table),
         budget=RepairBudget(table), clusters=clusters, operations=OperationStore(table),
         locks=LockStore(table), client=fakes,
-        settings=EventSettings(region="us-west-2", notifications_topic_arn=TOPIC,
+        settings=EventSettings(table_name="hypd", region="us-west-2", notifications_topic_arn=TOPIC,
                                dead_letter_queue_url=DLQ, node_action_state_machine_arn=MACHINE),
         count=count,
     )

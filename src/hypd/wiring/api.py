@@ -1,0 +1,30 @@
+"""The api function's services (see hypd.wiring)."""
+
+from __future__ import annotations
+
+from hypd.api.services import ApiServices
+from hypd.aws.clients import lazy_client
+from hypd.capacity.state import AutoscalingStore
+from hypd.clusters.store import ClusterStore
+from hypd.config import ApiSettings
+from hypd.health.policy import PolicyStore
+from hypd.health.records import HealthStore
+from hypd.operations.locks import LockStore
+from hypd.operations.store import OperationStore
+from hypd.wiring import table
+
+
+def services(settings: ApiSettings) -> ApiServices:
+    records = table(settings)
+    return ApiServices(
+        operations=OperationStore(records),
+        clusters=ClusterStore(records),
+        locks=LockStore(records),
+        sfn_client=lazy_client("stepfunctions", settings.region),
+        ec2_client=lazy_client("ec2", settings.region),
+        sagemaker_client=lazy_client("sagemaker", settings.region),
+        state_machines=settings.state_machines,
+        autoscaling=AutoscalingStore(records),
+        health=HealthStore(records),
+        policies=PolicyStore(records),
+    )
