@@ -13,18 +13,18 @@ from typing import Any
 import boto3
 import pytest
 
-from hypd.api.clusters import start_create_cluster
 from hypd.api.services import ApiServices
 from hypd.aws.dynamodb import Table
 from hypd.clusters.create_request import ResolvedCreate
 from hypd.clusters.models import Cluster, ClusterSource, ClusterStatus
-from hypd.clusters.store import ClusterExists, ClusterStore, CreatedClusterRecord
+from hypd.clusters.store import ClusterExists, ClusterStore
+from hypd.create.start import start_create
 from hypd.errors import ConflictError
 from hypd.operations import lifecycle
 from hypd.operations.kinds import cluster_lock
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind, OperationStatus, StageStatus
-from hypd.operations.starter import start_operation
+from hypd.operations.starter import Starter
 from hypd.operations.store import OperationStore
 from tests.support import create_body, group_body
 from tests.unit.support import (
@@ -151,7 +151,10 @@ def test_create_records_the_cluster_and_starts_the_operation(api: CreateApi) -> 
     (execution,) = api.executions()
     assert execution["name"] == operation_id
     described = api.sfn.describe_execution(executionArn=execution["executionArn"])
-    assert json.loads(described["input"]) == {"operationId": operation_id, "resumeFrom": None}
+    assert json.loads(described["input"]) == {
+            "operationId": operation_id,
+            "resumeFrom": "network",
+        }
     # And the operation holds the tag's lock, its input is the resolved request
     operation = api.operations.get(operation_id)
     assert operation.kind is OperationKind.CREATE_CLUSTER
@@ -393,15 +396,13 @@ def test_an_operation_that_cannot_be_recorded_discards_the_cluster(
     calls: list[Any] = []
     # When it is started with its cluster record
     with pytest.raises(ConflictError, match="exists already"):
-        start_operation(
-            operation,
+        Starter(
             operations=operations,
             locks=locks,
+            clusters=clusters,
             sfn_client=lambda: calls.append("sfn"),
-            state_machine_arn="arn:aws:states:us-west-2:123456789012:stateMachine:c",
-            execution_input={},
-            record=CreatedClusterRecord(clusters, "train", operation.id, new=cluster),
-        )
+            state_machine_arn=lambda _kind: "arn:aws:states:us-west-2:123456789012:stateMachine:c",
+        ).launch(operation, new_cluster=cluster)
     # Then the cluster record and the lock are gone again, and nothing started
     assert clusters.find("train") is None
     assert locks.holder("cluster#train") is None
@@ -418,12 +419,12 @@ def test_a_fresh_lock_of_an_unrecorded_holder_is_a_start_in_progress(
     services = services_for(table, FakeStepFunctions())
     # When another create of the tag starts, it is a conflict naming that start
     with pytest.raises(ConflictError) as raised:
-        start_create_cluster(services, resolved("train"))
+        start_create(services.starter, resolved("train"))
     assert raised.value.details["operationId"] == ghost
     assert ClusterStore(table).find("train") is None
     # And once that start is older than any start can take, its lock is taken over
     fixed_clock.advance(lifecycle.START_GRACE.total_seconds())
-    started = start_create_cluster(services, resolved("train"))
+    started = start_create(services.starter, resolved("train"))
     assert locks.holder("cluster#train") == started.id
 
 
@@ -488,7 +489,7 @@ def test_simultaneous_creates_of_one_tag_start_exactly_one(
         services = services_for(Table(client, TABLE_NAME), sfn)
         barrier.wait()
         try:
-            started.append(start_create_cluster(services, resolved("race")).id)
+            started.append(start_create(services.starter, resolved("race")).id)
         except ConflictError as exc:
             conflicts.append(exc)
         except BaseException as exc:  # pragma: no cover - reported below
@@ -519,11 +520,11 @@ def test_a_create_after_the_winner_recorded_its_cluster_is_cluster_exists(
 ) -> None:
     # Given a create that started and then released its lock (e.g. it failed)
     services = services_for(table, FakeStepFunctions())
-    first = start_create_cluster(services, resolved("train"))
+    first = start_create(services.starter, resolved("train"))
     LockStore(table).release("cluster#train", first.id)
     # When the tag is created again, the conditional record write refuses it
     with pytest.raises(ClusterExists) as raised:
-        start_create_cluster(services, resolved("train"))
+        start_create(services.starter, resolved("train"))
     assert raised.value.details["lastOperationId"] == first.id
     assert LockStore(table).holder("cluster#train") is None
     assert [op.id for op in OperationStore(table).list().operations] == [first.id]

@@ -35,6 +35,14 @@ pytestmark = pytest.mark.usefixtures("fresh_imports")
 PASS_DEFINITION = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
 
 
+TRANSACTION_ITEM_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
 def policy_actions(template: dict[str, Any], logical_id: str) -> set[str]:
     actions: set[str] = set()
     for policy in template["Resources"][logical_id]["Properties"].get("Policies", []):
@@ -56,8 +64,17 @@ def recorded(moto_aws: None, monkeypatch: pytest.MonkeyPatch) -> set[str]:
         aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
     )
 
-    def record(model: Any, **kwargs: Any) -> None:
-        calls.add(f"{model.service_model.signing_name}:{model.name}")
+    def record(model: Any, params: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        prefix = model.service_model.signing_name
+        if model.name == "TransactWriteItems":
+            # IAM authorises a transaction item by item, as the item operations.
+            calls.update(
+                f"{prefix}:{TRANSACTION_ITEM_ACTIONS[kind]}"
+                for item in (params or {}).get("TransactItems", [])
+                for kind in item
+            )
+            return
+        calls.add(f"{prefix}:{model.name}")
 
     session.events.register("before-call", record)
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", session)

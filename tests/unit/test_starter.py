@@ -1,4 +1,4 @@
-"""hypd.operations.starter.start_operation with a fake Step Functions client."""
+"""hypd.operations.starter.Starter with a fake Step Functions client."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from hypd.aws.dynamodb import Table
+from hypd.clusters.store import ClusterStore
 from hypd.errors import AwsAccessDenied, AwsThrottled, AwsUnavailable, ConflictError, HypdError
 from hypd.operations import lifecycle
 from hypd.operations.locks import LockStore
 from hypd.operations.models import ErrorInfo, OperationStatus
-from hypd.operations.starter import start_operation
+from hypd.operations.starter import Starter
 from hypd.operations.store import OperationStore
 from tests.unit.support import ACCOUNT, REGION, discover_operation
 
@@ -64,14 +65,14 @@ def start(
     operations: OperationStore, locks: LockStore, sfn: FakeStepFunctions, **kwargs: Any
 ) -> Any:
     operation = kwargs.pop("operation", None) or discover_operation(lock_scope="discover")
-    return start_operation(
-        operation,
+    starter = Starter(
         operations=operations,
         locks=locks,
+        clusters=ClusterStore(operations.table),
         sfn_client=lambda: sfn,
-        state_machine_arn=STATE_MACHINE_ARN,
-        execution_input={"clusterNames": ["train"]},
+        state_machine_arn=lambda _kind: STATE_MACHINE_ARN,
     )
+    return starter.launch(operation)
 
 
 def test_start_records_the_operation_with_its_execution(
@@ -86,7 +87,7 @@ def test_start_records_the_operation_with_its_execution(
         {
             "stateMachineArn": STATE_MACHINE_ARN,
             "name": started.id,
-            "input": json.dumps({"operationId": started.id, "clusterNames": ["train"]}),
+            "input": json.dumps({"operationId": started.id}),
         }
     ]
     # And the stored operation is PENDING with the execution's ARN, holding the lock

@@ -52,7 +52,7 @@ from hypd.capacity.requests import (
     check_managed,
     plan_group_update,
 )
-from hypd.capacity.start import capacity_operation, start_capacity
+from hypd.capacity.start import capacity_operation
 from hypd.capacity.state import AutoscalingState
 from hypd.clusters.create_request import (
     GROUP_NAME_PATTERN,
@@ -135,16 +135,9 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
         return set(state.settings.instance_groups)
 
     def start(kind: OperationKind, tag: str, request: BaseModel) -> Response[str]:
-        machine = services.state_machine_arn(kind)
         operation = capacity_operation(kind, tag, request)
         logger.set_correlation_id(operation.id)
-        operation = start_capacity(
-            operation,
-            operations=services.operations,
-            locks=services.locks,
-            sfn_client=services.sfn_client,
-            state_machine_arn=machine,
-        )
+        operation = services.starter.launch(operation)
         metrics.add_metric(name="OperationStarted", unit=MetricUnit.Count, value=1)
         logger.info("operation started", kind=kind.value, cluster_tag=tag)
         return _accepted(operation)

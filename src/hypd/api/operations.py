@@ -14,7 +14,6 @@ from hypd.api.errors import ERROR_RESPONSES, json_response
 from hypd.api.models import OperationList, OperationView
 from hypd.clusters.models import CLUSTER_TAG_PATTERN
 from hypd.operations.models import OPERATION_ID_PATTERN, OperationStatus
-from hypd.operations.starter import cancel_operation, restart_operation
 
 OperationId = Annotated[str, Path(alias="operationId", pattern=OPERATION_ID_PATTERN)]
 
@@ -101,15 +100,7 @@ def get_operation(operation_id: OperationId) -> OperationView:
 )
 def retry_operation(operation_id: OperationId) -> OperationView:
     logger().set_correlation_id(operation_id)
-    operation = restart_operation(
-        operation_id,
-        operations=services().operations,
-        locks=services().locks,
-        sfn_client=services().sfn_client,
-        state_machine_arn=services().state_machine_arn,
-        execution_input=services().execution_input,
-        record=services().restart_record,
-    )
+    operation = services().starter.restart(operation_id)
     metrics().add_metric(name="OperationRetried", unit=MetricUnit.Count, value=1)
     logger().info(
         "operation retried",
@@ -143,13 +134,7 @@ def retry_operation(operation_id: OperationId) -> OperationView:
 )
 def cancel(operation_id: OperationId) -> OperationView:
     logger().set_correlation_id(operation_id)
-    operation = cancel_operation(
-        operation_id,
-        operations=services().operations,
-        locks=services().locks,
-        sfn_client=services().sfn_client,
-        state_machine_arn=services().state_machine_arn,
-    )
+    operation = services().starter.cancel(operation_id)
     metrics().add_metric(name="OperationCancelRequested", unit=MetricUnit.Count, value=1)
     logger().info("operation cancel requested", kind=operation.kind.value)
     return OperationView.model_validate(operation.to_api())

@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from hypd.capacity.state import AutoscalingStore
-from hypd.clusters.store import ClusterStore, CreatedClusterRecord
+from hypd.clusters.store import ClusterStore
 from hypd.config import STATE_MACHINE_SETTINGS
 from hypd.errors import PermanentError
 from hypd.health.policy import PolicyStore
 from hypd.health.records import HealthStore
 from hypd.operations.locks import LockStore
-from hypd.operations.models import Operation, OperationKind
-from hypd.operations.starter import RestartRecord
+from hypd.operations.models import OperationKind
+from hypd.operations.starter import Starter
 from hypd.operations.store import OperationStore
 
 
@@ -46,13 +46,16 @@ class ApiServices:
             raise PermanentError(f"{setting} is not configured for this function")
         return arn
 
-    def execution_input(self, operation: Operation) -> dict[str, Any]:
-        """What an execution of the operation's state machine reads from its input, besides
-        `operationId` (and `resumeFrom`, which the starter adds): the same on start and retry.
-        """
-        if operation.kind is OperationKind.DISCOVER:
-            return {"clusterNames": operation.input.get("clusterNames")}
-        return {}
+    @property
+    def starter(self) -> Starter:
+        """Starts, retries and cancels this API's operations."""
+        return Starter(
+            operations=self.operations,
+            locks=self.locks,
+            clusters=self.clusters,
+            sfn_client=self.sfn_client,
+            state_machine_arn=self.state_machine_arn,
+        )
 
     def autoscaling_store(self) -> AutoscalingStore:
         return _configured(self.autoscaling, "the autoscaling store")
@@ -62,12 +65,6 @@ class ApiServices:
 
     def policy_store(self) -> PolicyStore:
         return _configured(self.policies, "the health policy store")
-
-    def restart_record(self, operation: Operation) -> RestartRecord | None:
-        """The record that follows an operation of this kind through a retry, if any."""
-        if operation.kind is OperationKind.CREATE_CLUSTER and operation.cluster_tag:
-            return CreatedClusterRecord(self.clusters, operation.cluster_tag, operation.id)
-        return None
 
 
 S = TypeVar("S")

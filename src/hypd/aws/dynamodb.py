@@ -22,6 +22,10 @@ from hypd.table import PK, SK, IndexKey
 T = TypeVar("T")
 
 
+Write = tuple[dict[str, Any], str, dict[str, Any]]
+"""One conditional put of a transaction: the item, its condition, the condition's values."""
+
+
 class TransactionConflict(Exception):
     """A transaction's condition failed; `failed` lists the indexes of the items whose
     condition did not hold (others were cancelled with it)."""
@@ -257,9 +261,7 @@ class Table:
         except (ClientError, *NETWORK_ERRORS) as exc:
             raise translate(exc, f"querying {partition} of table {self.name}") from exc
 
-    def transact_put(
-        self, writes: Sequence[tuple[dict[str, Any], str, dict[str, Any]]]
-    ) -> None:
+    def transact_put(self, writes: Sequence[Write]) -> None:
         """Put every `(item, condition, values)` together, or none of them.
 
         Raises:

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypd import clock
-from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
+from hypd.aws.dynamodb import ConditionFailed, Table, Write, decode_body, encode_item
 from hypd.clusters.models import Cluster, ClusterStatus
 from hypd.errors import ConflictError, NotFoundError
-from hypd.operations.models import ErrorInfo
 from hypd.pagination import decode_token, encode_token
 from hypd.table import CLUSTERS_PARTITION, cluster_index_keys, cluster_key
 
@@ -85,31 +84,22 @@ class ClusterStore:
         Raises:
             ClusterExists: a record with this tag exists.
         """
-        item = _item(cluster)
         try:
-            if replacing_orphan_of:
-                self._table.put(
-                    item,
-                    condition="attribute_not_exists(PK) OR lastOperationId = :orphan",
-                    values={":orphan": {"S": replacing_orphan_of}},
-                )
-            else:
-                # attribute_not_exists(PK): the tag is new; never overwrite another cluster.
-                self._table.put(item, condition="attribute_not_exists(PK)")
+            self._table.put(*self.new(cluster, replacing_orphan_of=replacing_orphan_of))
         except ConditionFailed as exc:
             raise cluster_exists(cluster.tag, self.find(cluster.tag)) from exc
 
-    def discard(self, tag: str, operation_id: str) -> None:
-        """Delete the record `create` wrote for `operation_id` (idempotent; a record another
-        operation wrote is left alone)."""
-        try:
-            self._table.delete(
-                cluster_key(tag),
-                condition="lastOperationId = :op",
-                values={":op": {"S": operation_id}},
+    def new(self, cluster: Cluster, *, replacing_orphan_of: str | None = None) -> Write:
+        """The conditional put of `create` (of a transaction)."""
+        item = _item(cluster)
+        if replacing_orphan_of:
+            return (
+                item,
+                "attribute_not_exists(PK) OR lastOperationId = :orphan",
+                {":orphan": {"S": replacing_orphan_of}},
             )
-        except ConditionFailed:
-            return
+        # attribute_not_exists(PK): the tag is new; never overwrite another cluster.
+        return item, "attribute_not_exists(PK)", {}
 
     def set_status(self, tag: str, status: ClusterStatus, operation_id: str) -> Cluster | None:
         """Set a created cluster's status as `operation_id` moves it; None if there is no record.
@@ -173,30 +163,3 @@ def cluster_exists(tag: str, existing: Cluster | None) -> ClusterExists:
             f"{existing.last_operation_id}/retry"
         )
     return ClusterExists(f"cluster {tag} exists already{how}{hint}", details=details)
-
-
-@dataclass(frozen=True)
-class CreatedClusterRecord:
-    """The record of a cluster a create-cluster operation makes, kept in step with the
-    operation's start (`hypd.operations.starter.StartRecord`) and retries (`RestartRecord`)."""
-
-    clusters: ClusterStore
-    tag: str
-    operation_id: str
-    new: Cluster | None = None
-    """The record to write when the operation starts (status CREATING)."""
-    replaces_orphan_of: str | None = None
-
-    def create(self) -> None:
-        if self.new is None:
-            raise ValueError("no cluster record to create")
-        self.clusters.create(self.new, replacing_orphan_of=self.replaces_orphan_of)
-
-    def discard(self) -> None:
-        self.clusters.discard(self.tag, self.operation_id)
-
-    def reset(self) -> None:
-        self.clusters.set_status(self.tag, ClusterStatus.CREATING, self.operation_id)
-
-    def start_failed(self, error: ErrorInfo) -> None:
-        self.clusters.set_status(self.tag, ClusterStatus.FAILED, self.operation_id)

@@ -35,7 +35,7 @@ from hypd.aws import sns
 from hypd.aws.errors import NETWORK_ERRORS, translate
 from hypd.capacity.changes import ACTION_STATUSES
 from hypd.capacity.inputs import NodeActionInput
-from hypd.capacity.start import capacity_operation, start_capacity
+from hypd.capacity.start import capacity_operation
 from hypd.clusters.create_request import hyperpod_cluster_name
 from hypd.clusters.store import ClusterStore
 from hypd.config import EventSettings
@@ -72,6 +72,7 @@ from hypd.observability import Count
 from hypd.operations.lifecycle import operation_id_of_execution
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind
+from hypd.operations.starter import Starter
 from hypd.operations.store import OperationStore
 from hypd.operations.waiters import WaiterStore, on_cluster_state_change
 
@@ -93,6 +94,16 @@ class EventServices:
     client: Callable[[str], Any]
     settings: EventSettings
     count: Count
+
+    def starter(self, node_action_state_machine_arn: str) -> Starter:
+        """Starts repairs: node actions, on the node-action state machine."""
+        return Starter(
+            operations=self.operations,
+            locks=self.locks,
+            clusters=self.clusters,
+            sfn_client=lambda: self.client("stepfunctions"),
+            state_machine_arn=lambda _kind: node_action_state_machine_arn,
+        )
 
 
 def handle(raw: Any, services: EventServices, logger: Logger | None = None) -> dict[str, Any]:
@@ -265,13 +276,7 @@ def act(services: EventServices, tag: str, cluster_name: str, node: NodeHealth) 
         services.count("RepairsSkipped", reason=refused.value)
         return TakenAction(by=Taken.NONE, action=repair, reason=refused.value)
     try:
-        start_capacity(
-            operation,
-            operations=services.operations,
-            locks=services.locks,
-            sfn_client=lambda: services.client("stepfunctions"),
-            state_machine_arn=machine,
-        )
+        services.starter(machine).launch(operation)
     except ConflictError:
         # Another operation runs on the cluster: the repair waits for it to end
         # (on_operation_ended), and takes no slot of the hour meanwhile.

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hypd import clock
-from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
+from hypd.aws.dynamodb import ConditionFailed, Table, Write, decode_body, encode_item
 from hypd.errors import ConflictError
 from hypd.table import lock_key
 
@@ -34,14 +34,8 @@ class LockStore:
             ConflictError: another operation that has not ended holds it
                 (`details.operationId` names it).
         """
-        item = encode_item(
-            lock_key(scope),
-            {"scope": scope, "operationId": operation_id, "acquiredAt": clock.now_iso()},
-            attributes={"operationId": operation_id},
-        )
         try:
-            # attribute_not_exists(PK): nobody holds this scope.
-            self._table.put(item, condition="attribute_not_exists(PK)")
+            self._table.put(*self.take(scope, operation_id))
             return
         except ConditionFailed:
             pass
@@ -52,17 +46,30 @@ class LockStore:
                 details={"operationId": holder, "scope": scope},
             )
         try:
-            # operationId = :holder: take over only the lock we saw ended, not a newer one.
-            self._table.put(
-                item,
-                condition="attribute_not_exists(PK) OR operationId = :holder",
-                values={":holder": {"S": holder or ""}},
-            )
+            self._table.put(*self.take(scope, operation_id, over=holder or ""))
         except ConditionFailed as exc:
             raise ConflictError(
                 f"another operation took the lock for {scope} at the same moment",
                 details={"scope": scope},
             ) from exc
+
+    def take(self, scope: str, operation_id: str, *, over: str | None = None) -> Write:
+        """The conditional put that takes the lock of `scope` for `operation_id`: when nobody
+        holds it, or (`over`) when the holder is still the one seen ended."""
+        item = encode_item(
+            lock_key(scope),
+            {"scope": scope, "operationId": operation_id, "acquiredAt": clock.now_iso()},
+            attributes={"operationId": operation_id},
+        )
+        if over is None:
+            # attribute_not_exists(PK): nobody holds this scope.
+            return item, "attribute_not_exists(PK)", {}
+        # operationId = :holder: take over only the lock we saw ended, not a newer one.
+        return (
+            item,
+            "attribute_not_exists(PK) OR operationId = :holder",
+            {":holder": {"S": over}},
+        )
 
     def holder(self, scope: str) -> str | None:
         item = self._table.get(lock_key(scope))

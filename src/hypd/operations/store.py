@@ -11,7 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hypd import clock
-from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item, optimistic
+from hypd.aws.dynamodb import (
+    ConditionFailed,
+    Table,
+    Write,
+    decode_body,
+    encode_item,
+    optimistic,
+)
 from hypd.errors import ConflictError, NotFoundError
 from hypd.operations.models import Operation, OperationStatus
 from hypd.pagination import decode_token, encode_token
@@ -41,11 +48,19 @@ class OperationStore:
             ConflictError: an operation with this id exists already.
         """
         try:
-            # attribute_not_exists(PK): the id is new; never overwrite another operation.
-            self._table.put(self._encode(operation), condition="attribute_not_exists(PK)")
+            self._table.put(*self.new(operation))
         except ConditionFailed as exc:
             raise ConflictError(f"operation {operation.id} exists already") from exc
         return operation
+
+    def new(self, operation: Operation) -> Write:
+        """The conditional put that records a new operation (of a transaction)."""
+        # attribute_not_exists(PK): the id is new; never overwrite another operation.
+        return self._encode(operation), "attribute_not_exists(PK)", {}
+
+    @property
+    def table(self) -> Table:
+        return self._table
 
     def update(self, operation_id: str, mutate: Mutation) -> Operation:
         """Apply `mutate` to the latest stored operation and write it back, retrying on races.
