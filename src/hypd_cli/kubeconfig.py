@@ -181,7 +181,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.use_exec:
         user = exec_user(eks_name, info)
     else:
-        from hypd.kubernetes.token import eks_token, token_sts_client
+        from hypd.aws.sts import token_sts_client
+        from hypd.kubernetes.token import eks_token
 
         signed = datetime.now(UTC)
         token = eks_token(token_sts_client(info["region"], session), eks_name, now=signed)

@@ -15,8 +15,9 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
+from hypd.aws.sts import sts_endpoint
 from hypd.kubernetes import EksToken, TokenCache, eks_token, kubernetes_api, token_sts_client
-from hypd.kubernetes.token import REFRESH_AFTER, TOKEN_LIFETIME, sts_endpoint
+from hypd.kubernetes.token import REFRESH_AFTER, TOKEN_LIFETIME
 from hypd_local.kube.auth import expected_signature
 
 REGION = "us-west-2"

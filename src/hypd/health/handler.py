@@ -27,12 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import ClientError
 
 from hypd import clock
 from hypd.aws import sagemaker as sagemaker_api
-from hypd.aws import sns
-from hypd.aws.errors import NETWORK_ERRORS, translate
+from hypd.aws import sns, sqs
 from hypd.capacity.changes import ACTION_STATUSES
 from hypd.capacity.inputs import NodeActionInput
 from hypd.capacity.start import capacity_operation
@@ -143,14 +141,10 @@ def keep_malformed(services: EventServices, raw: Any, reason: str) -> None:
         body = json.dumps({"reason": reason, "event": raw}, default=str)
     except (TypeError, ValueError):
         body = json.dumps({"reason": reason, "event": repr(raw)})
-    try:
-        services.client("sqs").send_message(
-            QueueUrl=url,
-            MessageBody=body[:262_000],  # SQS: 256 KiB at most
-            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:256]}},
-        )
-    except (ClientError, *NETWORK_ERRORS) as exc:
-        raise translate(exc, "keeping a malformed event in the dead-letter queue") from exc
+    sqs.send_message(
+        services.client("sqs"), url, body, {"reason": reason},
+        doing="keeping a malformed event in the dead-letter queue",
+    )
 
 
 # ---------------------------------------------------------------------------- state change

@@ -91,7 +91,7 @@ class ClusterAccess:
         region: Callable[[], str | None],
         tokens: TokenCache | None = None,
     ) -> None:
-        from hypd.kubernetes.token import token_sts_client
+        from hypd.aws.sts import token_sts_client
 
         self._eks = eks
         self.tokens = tokens or TokenCache(lambda: token_sts_client(region() or ""))

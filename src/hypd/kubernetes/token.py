@@ -15,7 +15,8 @@ for clock skew), and `TokenCache` hands a token out only while it is younger tha
 whoever gets one still has at least 4 minutes to use it (a paginated list, a watch, a slow
 apply) before the server would refuse it.
 
-This module imports only botocore/boto3: building a token does not load the Kubernetes client.
+Building a token does not load the Kubernetes client; the STS client that signs it comes from
+`hypd.aws.sts.token_sts_client`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hypd.aws.partitions import dns_suffix
+from hypd.aws.sts import token_sts_client
+
+__all__ = ["EksToken", "TokenCache", "eks_token", "encode", "token_sts_client"]
 
 TOKEN_PREFIX = "k8s-aws-v1."  # noqa: S105 - a prefix, not a secret
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
@@ -54,29 +57,6 @@ class EksToken:
 
     value: str
     expires_at: datetime
-
-
-def sts_endpoint(region: str) -> str:
-    """The regional STS endpoint, the only host EKS accepts in a token."""
-    return f"https://sts.{region}.{dns_suffix(region)}"
-
-
-def token_sts_client(region: str, session: Any = None) -> Any:
-    """An STS client for `eks_token`: endpoint pinned to the regional STS endpoint.
-
-    It must not follow ``AWS_ENDPOINT_URL``: the token is a URL the EKS server validates (its
-    host must be an STS host) and calls, not a request we send. On the local cloud
-    ``AWS_ENDPOINT_URL`` points at the emulator; a token presigned for that host would be
-    rejected ("unexpected hostname"), so we sign for ``sts.<region>.amazonaws.com`` and the local
-    verifier forwards the signed query to its STS. Presigning makes no network call.
-    """
-    import boto3
-
-    from hypd.aws.clients import CLIENT_CONFIG
-
-    factory = session if session is not None else boto3
-    return factory.client("sts", region_name=region, endpoint_url=sts_endpoint(region),
-                          config=CLIENT_CONFIG)
 
 
 def _take_cluster_name(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
