@@ -51,10 +51,14 @@ def counter(namespace: str, service: str) -> Count:
 def task_handler(
     router: TaskRouter,
     route: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    *,
+    services: object | None = None,
 ) -> Handler:
     """A Lambda handler that dispatches `{"task": ...}` events to `router`.
 
     `route` may rewrite events that are not task inputs (an EventBridge event, say) into one.
+    `services`: what a module-level router's tasks are given besides their input (the function's
+    stores and clients, built once per execution environment).
     """
     logger = Logger()
     tracer = Tracer()
@@ -71,7 +75,7 @@ def task_handler(
         task = str(task_event.get("task"))
         logger.append_keys(task=task)
         try:
-            result = router.dispatch(task_event)
+            result = router.dispatch(task_event, services)
         except Exception as exc:
             count("TaskFailed", task=task)
             logger.warning("task failed", error_type=type(exc).__name__, error=str(exc))

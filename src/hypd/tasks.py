@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
@@ -11,7 +11,8 @@ from pydantic import ValidationError as PydanticValidationError
 from hypd.errors import InvalidTaskInput
 
 M = TypeVar("M", bound=BaseModel)
-TaskFn = Callable[[Any], dict[str, Any]]
+P = ParamSpec("P")
+TaskFn = Callable[..., dict[str, Any]]
 
 
 class TaskInput(BaseModel):
@@ -23,11 +24,26 @@ class TaskInput(BaseModel):
 
 
 class TaskRouter:
+    """Tasks by name, each with the model its input is validated against.
+
+    A task takes its validated input, and the function's services when the router is given
+    them (`dispatch(event, services)`): a module-level router's tasks are plain functions
+    `fn(task, services)`, so one process may serve several sets of services (the local cloud
+    runs one function per cloud). A router built around its services (a closure) is dispatched
+    without them and calls `fn(task)`.
+    """
+
     def __init__(self) -> None:
         self._tasks: dict[str, tuple[type[BaseModel], TaskFn]] = {}
 
-    def task(self, name: str, model: type[M]) -> Callable[[Callable[[M], dict[str, Any]]], TaskFn]:
-        def register(fn: Callable[[M], dict[str, Any]]) -> TaskFn:
+    def task(
+        self, name: str, model: type[M]
+    ) -> Callable[
+        [Callable[Concatenate[M, P], dict[str, Any]]], Callable[Concatenate[M, P], dict[str, Any]]
+    ]:
+        def register(
+            fn: Callable[Concatenate[M, P], dict[str, Any]],
+        ) -> Callable[Concatenate[M, P], dict[str, Any]]:
             if name in self._tasks:
                 raise ValueError(f"task {name} is registered twice")
             self._tasks[name] = (model, fn)
@@ -39,8 +55,8 @@ class TaskRouter:
     def names(self) -> list[str]:
         return sorted(self._tasks)
 
-    def dispatch(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Run the task the event names.
+    def dispatch(self, event: dict[str, Any], services: object | None = None) -> dict[str, Any]:
+        """Run the task the event names: `fn(input)`, or `fn(input, services)` when given.
 
         Raises:
             InvalidTaskInput: unknown task, or input that does not match its model.
@@ -57,4 +73,4 @@ class TaskRouter:
                 for error in exc.errors()
             )
             raise InvalidTaskInput(f"task {name}: {problems}") from exc
-        return fn(parsed)
+        return fn(parsed) if services is None else fn(parsed, services)
