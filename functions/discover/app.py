@@ -1,12 +1,12 @@
-"""Discover function: the tasks of the discover operation (see hypd.clusters.discovery_tasks)."""
+"""Discover function: the tasks of the discover operation (see hypd.discovery.tasks)."""
 
 from __future__ import annotations
 
 from hypd.aws.clients import client, lazy_client
 from hypd.aws.dynamodb import Table
-from hypd.clusters.discovery_tasks import DiscoverServices, build_router
 from hypd.clusters.store import ClusterStore
 from hypd.config import Settings
+from hypd.discovery.tasks import DiscoverServices, build_router
 from hypd.observability import task_handler
 from hypd.operations.store import OperationStore
 

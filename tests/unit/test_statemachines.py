@@ -17,10 +17,10 @@ import hypd
 from hypd import errors
 from hypd.capacity.tasks import CapacityServices
 from hypd.capacity.tasks import build_router as capacity_router
-from hypd.clusters.discovery_tasks import DiscoverServices
-from hypd.clusters.discovery_tasks import build_router as discover_router
 from hypd.create.tasks import CreateServices
 from hypd.create.tasks import build_router as create_router
+from hypd.discovery.tasks import DiscoverServices
+from hypd.discovery.tasks import build_router as discover_router
 from hypd.operations.tasks import build_router as operation_tasks_router
 from hypd.tasks import TaskRouter
 from tests.unit.support import ROOT, load_template

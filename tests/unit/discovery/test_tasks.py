@@ -1,4 +1,4 @@
-"""hypd.clusters.discovery_tasks: the discover operation's tasks, run as the ASL chains them,
+"""hypd.discovery.tasks: the discover operation's tasks, run as the ASL chains them,
 with fake EKS and SageMaker clients and the stores on moto DynamoDB."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hypd.aws.dynamodb import Table
-from hypd.clusters.discovery_tasks import DiscoverServices, build_router
 from hypd.clusters.models import Cluster
 from hypd.clusters.store import ClusterStore
+from hypd.discovery.tasks import DiscoverServices, build_router
 from hypd.errors import AwsThrottled
 from hypd.operations.locks import LockStore
 from hypd.operations.models import Operation, OperationStatus, StageStatus

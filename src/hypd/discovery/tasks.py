@@ -10,9 +10,9 @@ from pydantic import Field
 
 from hypd import clock
 from hypd.aws import eks, sagemaker
-from hypd.clusters.discovery import plan_discovery
 from hypd.clusters.models import EksCluster, HyperPodCluster
 from hypd.clusters.store import ClusterStore
+from hypd.discovery.plan import plan_discovery
 from hypd.errors import ConflictError
 from hypd.operations.stages import run_stage
 from hypd.operations.store import OperationStore
