@@ -94,17 +94,16 @@ def _catch() -> list[dict[str, Any]]:
     return [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": FAILURE}]
 
 
-def task(
+def lambda_task(
     comment: str,
     name: str,
-    next_state: str,
     *,
     resource: str = CLUSTER_TASKS,
-    result_path: str | None = "$.step",
     timeout: int = 300,
     extra: dict[str, Any] | None = None,
 ) -> State:
-    """A Lambda task `{"task": name, "operationId"}` with hypd's Retry and Catch."""
+    """A Lambda task `{"task": name, "operationId"}` (and the calling execution's name, for a
+    kind's own tasks) with hypd's Retry; where it goes next is the caller's."""
     return {
         "Type": "Task",
         "Comment": comment,
@@ -117,10 +116,52 @@ def task(
         },
         "TimeoutSeconds": timeout,
         "Retry": RETRY,
+    }
+
+
+def task(
+    comment: str,
+    name: str,
+    next_state: str | None,
+    *,
+    resource: str = CLUSTER_TASKS,
+    result_path: str | None = "$.step",
+    timeout: int = 300,
+    extra: dict[str, Any] | None = None,
+) -> State:
+    """A Lambda task with hypd's Retry and Catch; `next_state` None ends the execution."""
+    return {
+        **lambda_task(comment, name, resource=resource, timeout=timeout, extra=extra),
         "ResultPath": result_path,
         "Catch": _catch(),
+        **({"Next": next_state} if next_state is not None else {"End": True}),
+    }
+
+
+def begin(next_state: str) -> State:
+    """The operation's first state: mark it RUNNING with the execution's ARN."""
+    return task(
+        "Mark the operation RUNNING.",
+        "begin",
+        next_state,
+        resource=OPERATION_TASKS,
+        result_path=None,
+        timeout=30,
+        extra={"executionArn.$": "$$.Execution.Id"},
+    )
+
+
+def recorder(name: str, next_state: str, *, resource: str, comment: str) -> State:
+    """The one failure recorder every Catch goes to (the `fail-...` task of the kind): it has no
+    Catch of its own."""
+    return {
+        **lambda_task(comment, name, resource=resource, timeout=30, extra={"error.$": "$.error"}),
+        "ResultPath": None,
         "Next": next_state,
     }
+
+
+KEEPS_EARLIER_STAGES = "Mark the failing stage and the operation FAILED (earlier stages stay)."
 
 
 def poll(
@@ -163,15 +204,7 @@ def poll(
 def start(states: States, first_state: dict[str, str]) -> None:
     """Start (mark RUNNING) -> "Resume where?": the first stage that has not succeeded."""
     stages = list(first_state)
-    states["Start"] = task(
-        "Mark the operation RUNNING.",
-        "begin",
-        "Resume where?",
-        resource=OPERATION_TASKS,
-        result_path=None,
-        timeout=30,
-        extra={"executionArn.$": "$$.Execution.Id"},
-    )
+    states["Start"] = begin("Resume where?")
     states["Resume where?"] = {
         "Type": "Choice",
         "Comment": "A retry resumes at the first stage that has not succeeded.",
@@ -387,21 +420,9 @@ def _definition(states: States) -> dict[str, Any]:
     )
     states["Done"] = {"Type": "Succeed"}
 
-    states[FAILURE] = {
-        "Type": "Task",
-        "Comment": "Mark the failing stage and the operation FAILED (earlier stages stay).",
-        "Resource": CLUSTER_TASKS,
-        "Parameters": {
-            "task": "fail-create",
-            "operationId.$": "$.operationId",
-            "executionName.$": "$$.Execution.Name",
-            "error.$": "$.error",
-        },
-        "TimeoutSeconds": 30,
-        "Retry": RETRY,
-        "ResultPath": None,
-        "Next": "Failed",
-    }
+    states[FAILURE] = recorder(
+        "fail-create", "Failed", resource=CLUSTER_TASKS, comment=KEEPS_EARLIER_STAGES
+    )
     states["Failed"] = {"Type": "Fail", "Error": "CreateClusterFailed"}
 
     return {
@@ -431,21 +452,9 @@ def finish(
         done_comment, "finish-capacity", "Done", resource=resource, result_path=None
     )
     states["Done"] = {"Type": "Succeed"}
-    states[FAILURE] = {
-        "Type": "Task",
-        "Comment": "Mark the failing stage and the operation FAILED (earlier stages stay).",
-        "Resource": resource,
-        "Parameters": {
-            "task": "fail-capacity",
-            "operationId.$": "$.operationId",
-            "executionName.$": "$$.Execution.Name",
-            "error.$": "$.error",
-        },
-        "TimeoutSeconds": 30,
-        "Retry": RETRY,
-        "ResultPath": None,
-        "Next": "Failed",
-    }
+    states[FAILURE] = recorder(
+        "fail-capacity", "Failed", resource=resource, comment=KEEPS_EARLIER_STAGES
+    )
     states["Failed"] = {"Type": "Fail", "Error": failed_error}
 
 
