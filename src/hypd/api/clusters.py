@@ -71,7 +71,7 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             locks=services.locks,
             sfn_client=services.sfn_client,
             state_machine_arn=state_machine_arn,
-            execution_input=services.execution_input(operation),
+            execution_input={},
         )
         metrics.add_metric(name="OperationStarted", unit=MetricUnit.Count, value=1)
         logger.info("operation started", kind=operation.kind.value)
@@ -204,7 +204,7 @@ def start_create_cluster(
         locks=services.locks,
         sfn_client=services.sfn_client,
         state_machine_arn=machine,
-        execution_input={**services.execution_input(operation), "resumeFrom": None},
+        execution_input={"resumeFrom": None},
         record=CreatedClusterRecord(
             services.clusters,
             tag,

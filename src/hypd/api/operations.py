@@ -110,7 +110,6 @@ def build_router(services: ApiServices) -> APIGatewayRouter:
             locks=services.locks,
             sfn_client=services.sfn_client,
             state_machine_arn=services.state_machine_arn,
-            execution_input=services.execution_input,
             record=services.restart_record,
         )
         metrics.add_metric(name="OperationRetried", unit=MetricUnit.Count, value=1)

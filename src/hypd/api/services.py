@@ -46,14 +46,6 @@ class ApiServices:
             raise PermanentError(f"{setting} is not configured for this function")
         return arn
 
-    def execution_input(self, operation: Operation) -> dict[str, Any]:
-        """What an execution of the operation's state machine reads from its input, besides
-        `operationId` (and `resumeFrom`, which the starter adds): the same on start and retry.
-        """
-        if operation.kind is OperationKind.DISCOVER:
-            return {"clusterNames": operation.input.get("clusterNames")}
-        return {}
-
     def autoscaling_store(self) -> AutoscalingStore:
         return _configured(self.autoscaling, "the autoscaling store")
 
