@@ -1,5 +1,5 @@
-"""Writes the operations' state machines (statemachines/*.asl.json but discover) from one
-readable description each.
+"""Writes the operations' state machines (every statemachines/*.asl.json) from one readable
+description each.
 
 The create pipeline has six stages and about thirty states, the capacity machines a dozen each;
 written by hand, every Task would repeat the same Retry and Catch blocks. This script builds the
@@ -78,6 +78,7 @@ FAILURE = "Record failure"
 OPERATION_TASKS = "${OperationTasksFunctionArn}"
 CLUSTER_TASKS = "${ClusterTasksFunctionArn}"
 CAPACITY_TASKS = "${CapacityTasksFunctionArn}"
+DISCOVER_TASKS = "${DiscoverFunctionArn}"
 CALLBACK_INVOKE = "arn:${Partition}:states:::lambda:invoke.waitForTaskToken"
 """The callback integration, in the deployment's partition (`arn:aws-cn:states:::...` in China:
 an `arn:aws:` one there is accepted at creation and fails every execution)."""
@@ -94,17 +95,16 @@ def _catch() -> list[dict[str, Any]]:
     return [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": FAILURE}]
 
 
-def task(
+def lambda_task(
     comment: str,
     name: str,
-    next_state: str,
     *,
     resource: str = CLUSTER_TASKS,
-    result_path: str | None = "$.step",
     timeout: int = 300,
     extra: dict[str, Any] | None = None,
 ) -> State:
-    """A Lambda task `{"task": name, "operationId"}` with hypd's Retry and Catch."""
+    """A Lambda task `{"task": name, "operationId"}` (and the calling execution's name, for a
+    kind's own tasks) with hypd's Retry; where it goes next is the caller's."""
     return {
         "Type": "Task",
         "Comment": comment,
@@ -117,10 +117,52 @@ def task(
         },
         "TimeoutSeconds": timeout,
         "Retry": RETRY,
+    }
+
+
+def task(
+    comment: str,
+    name: str,
+    next_state: str | None,
+    *,
+    resource: str = CLUSTER_TASKS,
+    result_path: str | None = "$.step",
+    timeout: int = 300,
+    extra: dict[str, Any] | None = None,
+) -> State:
+    """A Lambda task with hypd's Retry and Catch; `next_state` None ends the execution."""
+    return {
+        **lambda_task(comment, name, resource=resource, timeout=timeout, extra=extra),
         "ResultPath": result_path,
         "Catch": _catch(),
+        **({"Next": next_state} if next_state is not None else {"End": True}),
+    }
+
+
+def begin(next_state: str) -> State:
+    """The operation's first state: mark it RUNNING with the execution's ARN."""
+    return task(
+        "Mark the operation RUNNING.",
+        "begin",
+        next_state,
+        resource=OPERATION_TASKS,
+        result_path=None,
+        timeout=30,
+        extra={"executionArn.$": "$$.Execution.Id"},
+    )
+
+
+def recorder(name: str, next_state: str, *, resource: str, comment: str) -> State:
+    """The one failure recorder every Catch goes to (the `fail-...` task of the kind): it has no
+    Catch of its own."""
+    return {
+        **lambda_task(comment, name, resource=resource, timeout=30, extra={"error.$": "$.error"}),
+        "ResultPath": None,
         "Next": next_state,
     }
+
+
+KEEPS_EARLIER_STAGES = "Mark the failing stage and the operation FAILED (earlier stages stay)."
 
 
 def poll(
@@ -163,15 +205,7 @@ def poll(
 def start(states: States, first_state: dict[str, str]) -> None:
     """Start (mark RUNNING) -> "Resume where?": the first stage that has not succeeded."""
     stages = list(first_state)
-    states["Start"] = task(
-        "Mark the operation RUNNING.",
-        "begin",
-        "Resume where?",
-        resource=OPERATION_TASKS,
-        result_path=None,
-        timeout=30,
-        extra={"executionArn.$": "$$.Execution.Id"},
-    )
+    states["Start"] = begin("Resume where?")
     states["Resume where?"] = {
         "Type": "Choice",
         "Comment": "A retry resumes at the first stage that has not succeeded.",
@@ -387,21 +421,9 @@ def _definition(states: States) -> dict[str, Any]:
     )
     states["Done"] = {"Type": "Succeed"}
 
-    states[FAILURE] = {
-        "Type": "Task",
-        "Comment": "Mark the failing stage and the operation FAILED (earlier stages stay).",
-        "Resource": CLUSTER_TASKS,
-        "Parameters": {
-            "task": "fail-create",
-            "operationId.$": "$.operationId",
-            "executionName.$": "$$.Execution.Name",
-            "error.$": "$.error",
-        },
-        "TimeoutSeconds": 30,
-        "Retry": RETRY,
-        "ResultPath": None,
-        "Next": "Failed",
-    }
+    states[FAILURE] = recorder(
+        "fail-create", "Failed", resource=CLUSTER_TASKS, comment=KEEPS_EARLIER_STAGES
+    )
     states["Failed"] = {"Type": "Fail", "Error": "CreateClusterFailed"}
 
     return {
@@ -431,21 +453,9 @@ def finish(
         done_comment, "finish-capacity", "Done", resource=resource, result_path=None
     )
     states["Done"] = {"Type": "Succeed"}
-    states[FAILURE] = {
-        "Type": "Task",
-        "Comment": "Mark the failing stage and the operation FAILED (earlier stages stay).",
-        "Resource": resource,
-        "Parameters": {
-            "task": "fail-capacity",
-            "operationId.$": "$.operationId",
-            "executionName.$": "$$.Execution.Name",
-            "error.$": "$.error",
-        },
-        "TimeoutSeconds": 30,
-        "Retry": RETRY,
-        "ResultPath": None,
-        "Next": "Failed",
-    }
+    states[FAILURE] = recorder(
+        "fail-capacity", "Failed", resource=resource, comment=KEEPS_EARLIER_STAGES
+    )
     states["Failed"] = {"Type": "Fail", "Error": failed_error}
 
 
@@ -769,12 +779,105 @@ def disable_autoscaling_definition(states: States | None = None) -> dict[str, An
     }
 
 
+# ---------------------------------------------------------------------------- discover
+DISCOVER_TASK_TIMEOUT = 120
+"""DiscoverFunction's own timeout: one task lists and describes every cluster of a kind."""
+
+
+def inventory(name: str, task_name: str, comment: str) -> dict[str, Any]:
+    """A Parallel branch of one task that answers `{"clusters": [...]}`: the branch's output is
+    the list (the Parallel's Catch covers the branch)."""
+    return {
+        "StartAt": name,
+        "States": {
+            name: {
+                **lambda_task(
+                    comment, task_name, resource=DISCOVER_TASKS, timeout=DISCOVER_TASK_TIMEOUT
+                ),
+                "ResultPath": "$",
+                "OutputPath": "$.clusters",
+                "End": True,
+            }
+        },
+    }
+
+
+def discover_definition(states: States | None = None) -> dict[str, Any]:
+    """discover: eks-clusters and hyperpod-clusters side by side, then record. No resume: a
+    retry reruns every stage (`resumeFrom` is not read)."""
+    states = States() if states is None else states
+    states["Start discovery"] = begin("Find clusters")
+    states["Find clusters"] = {
+        "Type": "Parallel",
+        "Comment": "List EKS and HyperPod clusters at the same time.",
+        "Branches": [
+            inventory(
+                "List EKS clusters",
+                "list-eks-clusters",
+                "ListClusters, then DescribeCluster of each (one deleted meanwhile is skipped); "
+                "the eks-clusters stage records the names.",
+            ),
+            inventory(
+                "List HyperPod clusters",
+                "list-hyperpod-clusters",
+                "ListClusters, then DescribeCluster and ListTags of each; the "
+                "hyperpod-clusters stage records the names.",
+            ),
+        ],
+        "ResultPath": "$.found",
+        "Catch": _catch(),
+        "Next": "Link and record clusters",
+    }
+    states.stage = "record"
+    states["Link and record clusters"] = task(
+        "Link each HyperPod cluster to its EKS cluster and record the pairs (only those the "
+        "operation's clusterNames name, when it has any).",
+        "record-clusters",
+        "Discovery succeeded",
+        resource=DISCOVER_TASKS,
+        result_path=None,
+        timeout=DISCOVER_TASK_TIMEOUT,
+        extra={"eksClusters.$": "$.found[0]", "hyperPodClusters.$": "$.found[1]"},
+    )
+    states.stage = None
+    states["Discovery succeeded"] = task(
+        "Mark the operation SUCCEEDED with what was recorded.",
+        "finish-discover",
+        None,
+        resource=DISCOVER_TASKS,
+        result_path=None,
+        timeout=30,
+    )
+    states[FAILURE] = recorder(
+        "fail-discover",
+        "Discovery failed",
+        resource=DISCOVER_TASKS,
+        comment="Mark the failing stage and the operation FAILED with the error.",
+    )
+    states["Discovery failed"] = {
+        "Type": "Fail",
+        "Comment": "The operation record holds the failing stage and its error.",
+        "ErrorPath": "$.error.Error",
+        "CausePath": "$.error.Cause",
+    }
+    return {
+        "Comment": (
+            "Discover: find the EKS and HyperPod clusters in this account and Region, link each "
+            "HyperPod cluster to its EKS cluster and record them as hypd clusters. The "
+            "operation record (GET /operations/{id}) shows each stage."
+        ),
+        "StartAt": "Start discovery",
+        "States": states,
+    }
+
+
 MACHINES: dict[str, Any] = {
     "create_cluster": lambda: definition(),
     "instance_group": lambda: instance_group_definition(),
     "node_action": lambda: node_action_definition(),
     "enable_autoscaling": lambda: enable_autoscaling_definition(),
     "disable_autoscaling": lambda: disable_autoscaling_definition(),
+    "discover": lambda: discover_definition(),
 }
 """File stem -> definition of every state machine this script writes."""
 

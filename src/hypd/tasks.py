@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
 from hypd.errors import InvalidTaskInput
 
+M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
 TaskFn = Callable[..., dict[str, Any]]
-F = TypeVar("F", bound=TaskFn)
 
 
 class TaskInput(BaseModel):
@@ -30,11 +31,24 @@ class TaskInput(BaseModel):
 
 
 class TaskRouter:
+    """Tasks by name, each with the model its input is validated against.
+
+    A task takes its validated input and the function's services: a module-level router's
+    tasks are plain functions `fn(task, services)`, dispatched through `bind(services)`, so one
+    process may serve several sets of services (the local cloud runs one function per cloud).
+    """
+
     def __init__(self) -> None:
         self._tasks: dict[str, tuple[type[BaseModel], TaskFn]] = {}
 
-    def task(self, name: str, model: type[BaseModel]) -> Callable[[F], F]:
-        def register(fn: F) -> F:
+    def task(
+        self, name: str, model: type[M]
+    ) -> Callable[
+        [Callable[Concatenate[M, P], dict[str, Any]]], Callable[Concatenate[M, P], dict[str, Any]]
+    ]:
+        def register(
+            fn: Callable[Concatenate[M, P], dict[str, Any]],
+        ) -> Callable[Concatenate[M, P], dict[str, Any]]:
             if name in self._tasks:
                 raise ValueError(f"task {name} is registered twice")
             self._tasks[name] = (model, fn)
@@ -46,9 +60,8 @@ class TaskRouter:
     def names(self) -> list[str]:
         return sorted(self._tasks)
 
-    def dispatch(self, event: dict[str, Any], services: Any = None) -> dict[str, Any]:
-        """Run the task the event names, with `services` (tasks of closure-built routers take
-        only their input).
+    def dispatch(self, event: dict[str, Any], services: object | None = None) -> dict[str, Any]:
+        """Run the task the event names: `fn(input)`, or `fn(input, services)` when given.
 
         Raises:
             InvalidTaskInput: unknown task, or input that does not match its model.

@@ -48,12 +48,18 @@ def test_definition_substitutions_match_placeholders(logical_id: str) -> None:
     )
 
 
-def test_create_cluster_definition_is_what_the_generator_writes() -> None:
-    # statemachines/generate.py is the source of create_cluster.asl.json.
-    written = (ROOT / "statemachines/create_cluster.asl.json").read_text(encoding="utf-8")
-    assert written == generate.render(), (
-        "statemachines/create_cluster.asl.json is stale: run .venv/bin/python "
-        "statemachines/generate.py"
+def test_every_definition_is_generated() -> None:
+    # statemachines/generate.py is the source of every state machine: none is written by hand.
+    on_disk = {path.name for path in (ROOT / "statemachines").glob("*.asl.json")}
+    assert on_disk == {generate.target(machine).name for machine in generate.MACHINES}
+
+
+@pytest.mark.parametrize("machine", sorted(generate.MACHINES))
+def test_definition_is_what_the_generator_writes(machine: str) -> None:
+    path = generate.target(machine)
+    written = path.read_text(encoding="utf-8")
+    assert written == generate.render(machine), (
+        f"statemachines/{path.name} is stale: run .venv/bin/python statemachines/generate.py"
     )
 
 

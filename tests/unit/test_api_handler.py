@@ -403,13 +403,18 @@ def test_discover_starts_an_operation(api: Api, body: str | None) -> None:
     operation_id = response.body["operationId"]
     assert is_operation_id(operation_id)
     assert (response.body["status"], response.body["kind"]) == ("PENDING", "discover")
-    # And one execution named after it got the operation id and the requested names
+    # And one execution named after it got the operation id (its tasks read the rest from the
+    # operation record)
     executions = api.sfn.list_executions(stateMachineArn=api.state_machine_arn)["executions"]
     assert [e["name"] for e in executions] == [operation_id]
     described = api.sfn.describe_execution(executionArn=executions[0]["executionArn"])
     names = json.loads(body)["clusterNames"] if body and "clusterNames" in body else None
-    assert json.loads(described["input"]) == {"operationId": operation_id, "clusterNames": names}
-    # And the operation is recorded with the execution's ARN, holding the discover lock
+    assert json.loads(described["input"]) == {
+        "operationId": operation_id,
+        "resumeFrom": "eks-clusters",
+    }
+    # And the operation is recorded with the requested names and the execution's ARN, holding
+    # the discover lock
     stored = api.operations.get(operation_id)
     assert stored.execution_arn == executions[0]["executionArn"]
     assert stored.input == ({"clusterNames": names} if names else {})

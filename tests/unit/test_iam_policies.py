@@ -255,14 +255,18 @@ def test_discover_function_stays_within_its_policy(
         VpcConfig={"SecurityGroupIds": ["sg-0a1b2c3d"], "Subnets": ["subnet-0a1b2c3d"]},
         Tags=[{"Key": "team", "Value": "ml"}],
     )
-    operation = OperationStore(table).create(lifecycle.new_operation(OperationKind.DISCOVER))
+    # And a discover holding its lock, as the API starts one
+    operation = OperationStore(table).create(
+        lifecycle.new_operation(OperationKind.DISCOVER, lock_scope="discover")
+    )
+    LockStore(table).acquire("discover", operation.id, holder_ended=lambda _: False)
     set_env(
         monkeypatch,
         function_environment(template, "DiscoverFunction", {"HypdTable": TABLE_NAME}),
     )
     module = load_function_module("discover")
     context = FakeLambdaContext("hypd-discover")
-    # When the three discover tasks run as the state machine chains them
+    # When the discover tasks run as the state machine chains them
     eks_out = module.handler({"task": "list-eks-clusters", "operationId": operation.id}, context)
     hp_out = module.handler(
         {"task": "list-hyperpod-clusters", "operationId": operation.id}, context
@@ -273,17 +277,21 @@ def test_discover_function_stays_within_its_policy(
             "operationId": operation.id,
             "eksClusters": eks_out["clusters"],
             "hyperPodClusters": hp_out["clusters"],
-            "clusterNames": None,
         },
         context,
     )
+    finished = module.handler({"task": "finish-discover", "operationId": operation.id}, context)
     # Then both clusters were found and recorded
     assert [c["name"] for c in eks_out["clusters"]] == ["train-eks"]
     assert [c["name"] for c in hp_out["clusters"]] == ["train"]
     assert hp_out["clusters"][0]["tags"] == {"team": "ml"}
     assert sorted(result["recorded"]) == ["train", "train-eks"]
+    # And the operation SUCCEEDED with its lock released
+    assert finished["status"] == "SUCCEEDED"
+    assert LockStore(table).holder("discover") is None
     # And every call it made is allowed
     assert {"eks:ListClusters", "eks:DescribeCluster", "sagemaker:ListTags"} <= recorded
+    assert "dynamodb:DeleteItem" in recorded
     assert recorded - policy_actions(template, "DiscoverFunction") == set()
 
 

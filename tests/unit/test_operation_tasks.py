@@ -12,7 +12,7 @@ from hypd.errors import AwsAccessDenied, InvalidTaskInput, OperationStateError
 from hypd.operations import lifecycle
 from hypd.operations.locks import LockStore
 from hypd.operations.models import ErrorInfo, Operation, OperationStatus, StageStatus
-from hypd.operations.stages import run_stage
+from hypd.operations.stages import stage_step
 from hypd.operations.store import OperationStore
 from hypd.operations.tasks import OperationServices, execution_event_to_task
 from hypd.operations.tasks import router as operation_tasks
@@ -112,7 +112,7 @@ def test_fail_with_a_lambda_error_records_it_and_releases_the_lock(
 def test_fail_blames_the_stage_that_recorded_the_aws_error(
     router: BoundTasks, operations: OperationStore, locked: Operation
 ) -> None:
-    # Given the HyperPod stage failed with AccessDeniedException (recorded by run_stage)
+    # Given the HyperPod stage failed with AccessDeniedException (recorded by its stage step)
     denied = AwsAccessDenied(
         "listing HyperPod clusters: AccessDeniedException: not authorized",
         details={"awsErrorCode": "AccessDeniedException"},
@@ -123,7 +123,7 @@ def test_fail_blames_the_stage_that_recorded_the_aws_error(
 
     router.dispatch({"task": "begin", "operationId": locked.id})
     with pytest.raises(AwsAccessDenied):
-        run_stage(operations, locked.id, "hyperpod-clusters", work)
+        stage_step(operations, locked.id, "hyperpod-clusters", work, start=True, complete=True)
     # When Record failure runs with the Catch result
     result = router.dispatch(
         {"task": "fail", "operationId": locked.id, "error": load_event("lambda-error-cause.json")}

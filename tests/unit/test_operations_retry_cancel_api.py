@@ -181,13 +181,14 @@ def test_a_discover_is_retried_from_its_first_stage_and_again_as_r2(api: Api) ->
     assert {s["status"] for s in view["stages"]} == {"PENDING"}
     assert view["retries"][0]["resumeFrom"] == "eks-clusters"
     assert view["retries"][0]["failedStage"] == "hyperpod-clusters"
-    # And its execution gets what the discover state machine reads, as on its first start
+    # And its execution gets the operation id, as on its first start (the names stay in the
+    # operation's input), and where to resume
     execution = api.execution(api.discover_arn, f"{operation_id}-r1")
     assert json.loads(execution["input"]) == {
         "operationId": operation_id,
-        "clusterNames": ["train"],
         "resumeFrom": "eks-clusters",
     }
+    assert api.operations.get(operation_id).input == {"clusterNames": ["train"]}
     assert api.locks.holder("discover") == operation_id
     # And when that fails too, the next retry runs {id}-r2
     api.fail_in(operation_id, "record")

@@ -1,6 +1,8 @@
-"""hypd.operations.stages: run_stage bookkeeping and the recorded error."""
+"""hypd.operations.stages: stage_step bookkeeping and the recorded error."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import pytest
 
@@ -8,11 +10,14 @@ from hypd.aws.dynamodb import Table
 from hypd.errors import AwsThrottled, InvalidTaskInput, OperationStateError
 from hypd.operations import lifecycle
 from hypd.operations.models import ErrorInfo, OperationStatus, StageStatus
-from hypd.operations.stages import error_info, run_stage, stage_step
+from hypd.operations.stages import error_info, stage_step
 from hypd.operations.store import OperationStore
 from tests.unit.support import FakeClock, discover_operation
 
 pytestmark = pytest.mark.usefixtures("fixed_clock")
+
+attempt = partial(stage_step, start=True, complete=True)
+"""A stage of one task: the task opens an attempt and ends the stage (discover's stages)."""
 
 
 @pytest.fixture
@@ -31,7 +36,9 @@ def test_successful_stage_records_output_and_one_attempt(
         return ["train", "infer"]
 
     # When its stage runs work that succeeds
-    result = run_stage(store, operation.id, "eks-clusters", work, lambda r: {"found": len(r)})
+    result = attempt(
+        store, operation.id, "eks-clusters", work, summarize=lambda r: {"found": len(r)}
+    )
     # Then the work's result is returned and the stage SUCCEEDED with the summary
     assert result == ["train", "infer"]
     stored = store.get(operation.id)
@@ -46,7 +53,7 @@ def test_successful_stage_records_output_and_one_attempt(
 
 def test_stage_without_summary_records_no_output(store: OperationStore) -> None:
     operation = store.create(discover_operation())
-    assert run_stage(store, operation.id, "record", lambda: 42) == 42
+    assert attempt(store, operation.id, "record", lambda: 42) == 42
     assert store.get(operation.id).stage("record").output is None
 
 
@@ -65,7 +72,7 @@ def test_failing_stage_records_the_aws_error_code_and_reraises_the_same_exceptio
 
     # When the stage runs
     with pytest.raises(AwsThrottled) as raised:
-        run_stage(store, operation.id, "eks-clusters", work)
+        attempt(store, operation.id, "eks-clusters", work)
     # Then the very same exception reaches the state machine
     assert raised.value is error
     # And the stage keeps RUNNING with the AWS code and message recorded
@@ -85,7 +92,7 @@ def test_failing_stage_with_a_plain_exception_records_its_class(store: Operation
         raise KeyError("ClusterArn")
 
     with pytest.raises(KeyError):
-        run_stage(store, operation.id, "hyperpod-clusters", work)
+        attempt(store, operation.id, "hyperpod-clusters", work)
     assert store.get(operation.id).stage("hyperpod-clusters").error == ErrorInfo(
         code="KeyError", message="'ClusterArn'"
     )
@@ -99,9 +106,9 @@ def test_retry_after_a_failed_attempt_counts_two_attempts(store: OperationStore)
         raise AwsThrottled("slow down", details={"awsErrorCode": "ThrottlingException"})
 
     with pytest.raises(AwsThrottled):
-        run_stage(store, operation.id, "record", throttled)
+        attempt(store, operation.id, "record", throttled)
     # When the state machine retries and the attempt succeeds
-    run_stage(store, operation.id, "record", lambda: {"recorded": []}, lambda r: r)
+    attempt(store, operation.id, "record", lambda: {"recorded": []}, summarize=lambda r: r)
     # Then the stage SUCCEEDED after 2 attempts, without error
     stage = store.get(operation.id).stage("record")
     assert (stage.status, stage.attempts, stage.error) == (StageStatus.SUCCEEDED, 2, None)
@@ -115,7 +122,7 @@ def test_stage_of_an_ended_operation_does_no_work(store: OperationStore) -> None
     calls: list[int] = []
     # When a late stage task runs
     with pytest.raises(OperationStateError):
-        run_stage(store, operation.id, "record", lambda: calls.append(1))
+        attempt(store, operation.id, "record", lambda: calls.append(1))
     # Then the work never ran
     assert calls == []
 

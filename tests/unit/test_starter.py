@@ -87,7 +87,7 @@ def test_start_records_the_operation_with_its_execution(
         {
             "stateMachineArn": STATE_MACHINE_ARN,
             "name": started.id,
-            "input": json.dumps({"operationId": started.id}),
+            "input": json.dumps({"operationId": started.id, "resumeFrom": "eks-clusters"}),
         }
     ]
     # And the stored operation is PENDING with the execution's ARN, holding the lock

@@ -17,10 +17,9 @@ import hypd
 from hypd import errors
 from hypd.capacity.tasks import CapacityServices
 from hypd.capacity.tasks import build_router as capacity_router
-from hypd.clusters.discovery_tasks import DiscoverServices
-from hypd.clusters.discovery_tasks import build_router as discover_router
 from hypd.create.tasks import CreateServices
 from hypd.create.tasks import build_router as create_router
+from hypd.discovery.tasks import router as discover_router
 from hypd.operations.tasks import router as operation_tasks_router
 from hypd.tasks import TaskRouter
 from tests.unit.support import ROOT, load_template
@@ -257,15 +256,7 @@ def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
                 tokens=unused,
             )
         ),
-        "DiscoverFunction": discover_router(
-            DiscoverServices(
-                operations=unused,
-                clusters=unused,
-                eks_client=unused,
-                sagemaker_client=unused,
-                region=None,
-            )
-        ),
+        "DiscoverFunction": discover_router,
     }
     routers: dict[str, TaskRouter] = {}
     for resource in template["Resources"].values():

@@ -65,3 +65,24 @@ def test_invalid_input_names_the_field(
 def test_registering_a_name_twice_is_refused(router: TaskRouter) -> None:
     with pytest.raises(ValueError, match="task greet is registered twice"):
         router.task("greet", GreetInput)(lambda task: {})
+
+
+# A module-level router: its tasks take the services the function built, as their second argument.
+shared = TaskRouter()
+
+
+@shared.task("count", GreetInput)
+def count(task: GreetInput, services: list[str]) -> dict[str, Any]:
+    services.append(task.operation_id)
+    return {"seen": list(services)}
+
+
+def test_a_module_level_router_gives_each_dispatch_its_services() -> None:
+    # Given two sets of services in one process (two local clouds' functions, say)
+    first: list[str] = []
+    second: list[str] = []
+    # When the one router dispatches with each
+    assert shared.dispatch({"task": "count", "operationId": "op-1"}, first) == {"seen": ["op-1"]}
+    assert shared.dispatch({"task": "count", "operationId": "op-2"}, second) == {"seen": ["op-2"]}
+    # Then each task saw the services it was given, and nothing else
+    assert (first, second) == (["op-1"], ["op-2"])

@@ -1,4 +1,5 @@
-"""Stage bookkeeping around a task's work: the one wrapper every stage task uses."""
+"""Stage bookkeeping around a task's work: the one wrapper every stage task uses (through
+`hypd.operations.steps.Steps.step`)."""
 
 from __future__ import annotations
 
@@ -21,22 +22,6 @@ def error_info(exc: BaseException) -> ErrorInfo:
     return ErrorInfo(code=type(exc).__name__, message=str(exc) or type(exc).__name__)
 
 
-def run_stage(
-    store: OperationStore,
-    operation_id: str,
-    stage: str,
-    work: Callable[[], T],
-    summarize: Callable[[T], dict[str, Any]] | None = None,
-) -> T:
-    """Run one attempt of `stage`: RUNNING (attempts + 1) -> work -> SUCCEEDED.
-
-    When the work raises, the error is recorded on the stage (which stays RUNNING) and
-    re-raised unchanged, so the state machine's Retry and Catch see its class name.
-    """
-    return stage_step(store, operation_id, stage, work, start=True, complete=True,
-                      summarize=summarize)
-
-
 def stage_step(
     store: OperationStore,
     operation_id: str,
@@ -48,14 +33,16 @@ def stage_step(
     summarize: Callable[[T], dict[str, Any]] | None = None,
     progress: Callable[[T], dict[str, Any] | None] | None = None,
 ) -> T:
-    """One task of a stage that spans several tasks (create, wait, check, ...).
+    """One task of a stage: the only one (`start` and `complete`: discover's stages), or one
+    of several (create, wait, check, ...).
 
     `start`: this task opens an attempt of the stage (RUNNING, attempts + 1); the polling
     tasks after it leave the attempt count alone. `complete`: this task ends the stage
     (SUCCEEDED, with `summarize(result)` as its output); a predicate decides from the result
     (a poll that ends the stage once its resource is ready). `progress`: what a task that does
     not end the stage records as the attempt's progress (None: nothing new). A raised error is
-    recorded on the stage and re-raised unchanged, as in `run_stage`.
+    recorded on the stage (which stays RUNNING) and re-raised unchanged, so the state
+    machine's Retry and Catch see its class name.
     """
     if start:
         store.update(operation_id, lambda op: lifecycle.start_stage(op, stage))

@@ -89,7 +89,8 @@ class Starter:
         replaces_orphan_of: str | None = None,
     ) -> Operation:
         """Record `operation` (made by `new_operation`) and start its execution, named after
-        the operation id, at its first stage.
+        the operation id, at its first stage (`resumeFrom`: a machine may serve kinds whose
+        first stages differ).
 
         One transaction writes the lock, the operation and `new_cluster` (the record of the
         cluster a create makes: only a new tag, or the orphaned record of
@@ -105,12 +106,8 @@ class Starter:
         """
         machine = self.state_machine_arn(operation.kind)
         self._record(operation, new_cluster, replaces_orphan_of)
-        spec = spec_of(operation.kind)
         return self._execute(
-            operation,
-            name=operation.id,
-            machine=machine,
-            resume_from=spec.stages[0] if spec.resumes else None,
+            operation, name=operation.id, machine=machine, resume_from=operation.stages[0].name
         )
 
     def restart(self, operation_id: str) -> Operation:
@@ -239,8 +236,10 @@ class Starter:
         resume_from: str | None,
         cluster_status: ClusterStatus | None = None,
     ) -> Operation:
-        """Start the recorded `operation`'s execution `name`; on a refusal record it FAILED
-        (with its cluster when its kind fails the cluster) and release its lock.
+        """Start the recorded `operation`'s execution `name` at stage `resume_from` (every
+        execution's input is `{"operationId", "resumeFrom"}`: a first start names the first
+        stage); on a refusal record it FAILED (with its cluster when its kind fails the
+        cluster) and release its lock.
 
         `cluster_status`: what a cluster-failing kind's cluster record becomes first (a
         retried create is CREATING again)."""
@@ -249,11 +248,11 @@ class Starter:
             if marks_cluster and cluster_status is not None:
                 assert operation.cluster_tag is not None
                 self.clusters.set_status(operation.cluster_tag, cluster_status, operation.id)
-            execution_input: dict[str, Any] = {"operationId": operation.id}
-            if spec_of(operation.kind).resumes:
-                execution_input["resumeFrom"] = resume_from
             execution_arn = stepfunctions.start_execution(
-                self.sfn_client(), machine, name, execution_input
+                self.sfn_client(),
+                machine,
+                name,
+                {"operationId": operation.id, "resumeFrom": resume_from},
             )
         except HypdError as exc:
             info = error_info(exc)

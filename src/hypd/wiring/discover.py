@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from hypd.aws.clients import lazy_client
-from hypd.clusters.discovery_tasks import DiscoverServices
 from hypd.clusters.store import ClusterStore
 from hypd.config import DiscoverSettings
+from hypd.discovery.tasks import DiscoverServices
+from hypd.operations.locks import LockStore
 from hypd.operations.store import OperationStore
 from hypd.wiring import table
 
@@ -15,6 +16,7 @@ def services(settings: DiscoverSettings) -> DiscoverServices:
     return DiscoverServices(
         operations=OperationStore(records),
         clusters=ClusterStore(records),
+        locks=LockStore(records),
         eks_client=lazy_client("eks", settings.region),
         sagemaker_client=lazy_client("sagemaker", settings.region),
         region=settings.region,

@@ -1,9 +1,10 @@
-"""hypd.clusters.discovery_tasks: the discover operation's tasks, run as the ASL chains them,
+"""hypd.discovery.tasks: the discover operation's tasks, run as the ASL chains them,
 with fake EKS and SageMaker clients and the stores on moto DynamoDB."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,17 +12,25 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hypd.aws.dynamodb import Table
-from hypd.clusters.discovery_tasks import DiscoverServices, build_router
 from hypd.clusters.models import Cluster
 from hypd.clusters.store import ClusterStore
-from hypd.errors import AwsThrottled
+from hypd.discovery.tasks import DiscoverServices, router
+from hypd.errors import AwsAccessDenied, AwsThrottled
+from hypd.operations import lifecycle
 from hypd.operations.locks import LockStore
-from hypd.operations.models import Operation, OperationStatus, StageStatus
+from hypd.operations.models import ErrorInfo, Operation, OperationStatus, StageStatus
+from hypd.operations.steps import StaleExecution
 from hypd.operations.store import OperationStore
 from hypd.operations.tasks import OperationServices
-from hypd.operations.tasks import router as operation_tasks
-from hypd.tasks import TaskRouter
-from tests.unit.support import REGION, cluster_record, discover_operation, eks_arn, hyperpod_arn
+from hypd.operations.tasks import router as operation_router
+from tests.unit.support import (
+    REGION,
+    cluster_record,
+    discover_operation,
+    eks_arn,
+    hyperpod_arn,
+    load_event,
+)
 
 pytestmark = pytest.mark.usefixtures("fixed_clock")
 
@@ -150,22 +159,35 @@ def fake_sagemaker() -> FakeSageMaker:
     return FakeSageMaker({"train": ("train-eks", {"team": "ml"}), "lonely": ("elsewhere", {})})
 
 
+Dispatch = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def discover_tasks(services: DiscoverServices) -> Dispatch:
+    """The discover function's tasks with these services, as its handler dispatches them."""
+    return lambda event: router.dispatch(event, services)
+
+
 @pytest.fixture
-def router(
+def services(
+    table: Table,
     operations: OperationStore,
     clusters: ClusterStore,
     fake_eks: FakeEks,
     fake_sagemaker: FakeSageMaker,
-) -> TaskRouter:
-    return build_router(
-        DiscoverServices(
-            operations=operations,
-            clusters=clusters,
-            eks_client=lambda: fake_eks,
-            sagemaker_client=lambda: fake_sagemaker,
-            region=REGION,
-        )
+) -> DiscoverServices:
+    return DiscoverServices(
+        operations=operations,
+        clusters=clusters,
+        locks=LockStore(table),
+        eks_client=lambda: fake_eks,
+        sagemaker_client=lambda: fake_sagemaker,
+        region=REGION,
     )
+
+
+@pytest.fixture
+def tasks(services: DiscoverServices) -> Dispatch:
+    return discover_tasks(services)
 
 
 @pytest.fixture
@@ -173,29 +195,26 @@ def operation(operations: OperationStore) -> Operation:
     return operations.create(discover_operation())
 
 
-def run_discovery(
-    router: TaskRouter, operation_id: str, names: list[str] | None = None
-) -> dict[str, Any]:
+def run_discovery(tasks: Dispatch, operation_id: str) -> dict[str, Any]:
     found = [
-        router.dispatch({"task": task, "operationId": operation_id})["clusters"]
+        tasks({"task": task, "operationId": operation_id})["clusters"]
         for task in ("list-eks-clusters", "list-hyperpod-clusters")
     ]
-    return router.dispatch(
+    return tasks(
         {
             "task": "record-clusters",
             "operationId": operation_id,
             "eksClusters": found[0],
             "hyperPodClusters": found[1],
-            "clusterNames": names,
         }
     )
 
 
 def test_list_eks_clusters_describes_every_listed_cluster(
-    router: TaskRouter, operations: OperationStore, operation: Operation
+    tasks: Dispatch, operations: OperationStore, operation: Operation
 ) -> None:
     # When the EKS stage runs (one listed cluster vanished before it was described)
-    result = router.dispatch({"task": "list-eks-clusters", "operationId": operation.id})
+    result = tasks({"task": "list-eks-clusters", "operationId": operation.id})
     # Then the existing clusters are returned in camelCase, and the stage summarises them
     assert [c["name"] for c in result["clusters"]] == ["infer", "train-eks"]
     train = result["clusters"][1]
@@ -209,9 +228,9 @@ def test_list_eks_clusters_describes_every_listed_cluster(
 
 
 def test_list_hyperpod_clusters_reads_orchestrator_and_tags(
-    router: TaskRouter, operation: Operation
+    tasks: Dispatch, operation: Operation
 ) -> None:
-    result = router.dispatch({"task": "list-hyperpod-clusters", "operationId": operation.id})
+    result = tasks({"task": "list-hyperpod-clusters", "operationId": operation.id})
     by_name = {c["name"]: c for c in result["clusters"]}
     assert by_name["train"]["eksClusterArn"] == eks_arn("train-eks")
     assert by_name["train"]["tags"] == {"team": "ml"}
@@ -220,11 +239,11 @@ def test_list_hyperpod_clusters_reads_orchestrator_and_tags(
 
 
 def test_throttled_listing_records_the_aws_code_and_raises_for_retry(
-    router: TaskRouter, operations: OperationStore, operation: Operation, fake_eks: FakeEks
+    tasks: Dispatch, operations: OperationStore, operation: Operation, fake_eks: FakeEks
 ) -> None:
     fake_eks.list_error = client_error("ThrottlingException", "Rate exceeded", "ListClusters")
     with pytest.raises(AwsThrottled):
-        router.dispatch({"task": "list-eks-clusters", "operationId": operation.id})
+        tasks({"task": "list-eks-clusters", "operationId": operation.id})
     stage = operations.get(operation.id).stage("eks-clusters")
     assert (stage.status, stage.attempts) == (StageStatus.RUNNING, 1)
     assert stage.error is not None
@@ -233,10 +252,10 @@ def test_throttled_listing_records_the_aws_code_and_raises_for_retry(
 
 
 def test_record_clusters_links_and_records(
-    router: TaskRouter, operations: OperationStore, clusters: ClusterStore, operation: Operation
+    tasks: Dispatch, operations: OperationStore, clusters: ClusterStore, operation: Operation
 ) -> None:
     # When the three tasks run in order
-    result = run_discovery(router, operation.id)
+    result = run_discovery(tasks, operation.id)
     # Then HyperPod "train" is linked to train-eks, "infer" takes its hypd:tag,
     # and "lonely" (its EKS cluster is elsewhere) stands alone
     assert sorted(result["recorded"]) == ["lonely", "serving", "train"]
@@ -255,19 +274,19 @@ def test_record_clusters_links_and_records(
 
 
 def test_rediscovery_keeps_tags_and_reports_missing_clusters(
-    router: TaskRouter,
+    tasks: Dispatch,
     operations: OperationStore,
     clusters: ClusterStore,
     operation: Operation,
     fake_sagemaker: FakeSageMaker,
 ) -> None:
     # Given a first discovery
-    run_discovery(router, operation.id)
+    run_discovery(tasks, operation.id)
     # When HyperPod "lonely" is deleted and "train" gets a hypd:tag, and discovery runs again
     del fake_sagemaker.clusters["lonely"]
     fake_sagemaker.clusters["train"] = ("train-eks", {"hypd:tag": "renamed"})
     second = operations.create(discover_operation())
-    result = run_discovery(router, second.id)
+    result = run_discovery(tasks, second.id)
     # Then existing records keep their tags and the deleted one is reported missing
     assert sorted(result["recorded"]) == ["serving", "train"]
     assert result["missing"] == ["lonely"]
@@ -275,19 +294,17 @@ def test_rediscovery_keeps_tags_and_reports_missing_clusters(
 
 
 def test_cluster_names_limit_what_is_recorded(
-    router: TaskRouter, clusters: ClusterStore, operation: Operation
+    tasks: Dispatch, operations: OperationStore, clusters: ClusterStore
 ) -> None:
-    result = run_discovery(router, operation.id, names=["train-eks"])
+    # Given a discover whose recorded input names one cluster
+    operation = operations.create(discover_operation(clusterNames=["train-eks"]))
+    result = run_discovery(tasks, operation.id)
     assert result["recorded"] == ["train"]
     assert [c.tag for c in clusters.all()] == ["train"]
 
 
 def test_tag_taken_between_read_and_write_is_reported_as_conflict(
-    table: Table,
-    operations: OperationStore,
-    fake_eks: FakeEks,
-    fake_sagemaker: FakeSageMaker,
-    operation: Operation,
+    table: Table, services: DiscoverServices, operation: Operation
 ) -> None:
     # Given another writer recorded "train" for other resources after our read
     class StaleClusterStore(ClusterStore):
@@ -295,17 +312,9 @@ def test_tag_taken_between_read_and_write_is_reported_as_conflict(
             return []
 
     ClusterStore(table).save(cluster_record("train", eks_arn("someone-else")))
-    router = build_router(
-        DiscoverServices(
-            operations=operations,
-            clusters=StaleClusterStore(table),
-            eks_client=lambda: fake_eks,
-            sagemaker_client=lambda: fake_sagemaker,
-            region=REGION,
-        )
-    )
+    tasks = discover_tasks(replace(services, clusters=StaleClusterStore(table)))
     # When discovery records
-    result = run_discovery(router, operation.id)
+    result = run_discovery(tasks, operation.id)
     # Then "train" is reported, not overwritten, and the others are recorded
     assert sorted(result["recorded"]) == ["lonely", "serving"]
     assert result["conflicts"] == [
@@ -319,16 +328,97 @@ def test_tag_taken_between_read_and_write_is_reported_as_conflict(
 
 
 def test_a_whole_discovery_succeeds(
-    router: TaskRouter, operations: OperationStore, table: Table, operation: Operation
+    tasks: Dispatch, operations: OperationStore, table: Table, operation: Operation
 ) -> None:
     # Given the operation tasks of the same table
-    tasks = operation_tasks.bind(OperationServices(operations, LockStore(table)))
-    # When the state machine's happy path runs: begin, the two listings, record, succeed
-    tasks.dispatch({"task": "begin", "operationId": operation.id, "executionArn": "arn:exec"})
-    result = run_discovery(router, operation.id)
-    tasks.dispatch({"task": "succeed", "operationId": operation.id, "output": result})
+    operation_tasks = operation_router.bind(OperationServices(operations, LockStore(table)))
+    # When the state machine's happy path runs: begin, the two listings, record, finish
+    operation_tasks.dispatch(
+        {"task": "begin", "operationId": operation.id, "executionArn": "arn:exec"}
+    )
+    result = run_discovery(tasks, operation.id)
+    tasks({"task": "finish-discover", "operationId": operation.id})
     # Then the operation SUCCEEDED with every stage SUCCEEDED once
     stored = operations.get(operation.id)
     assert stored.status is OperationStatus.SUCCEEDED
     assert [(s.status, s.attempts) for s in stored.stages] == [(StageStatus.SUCCEEDED, 1)] * 3
     assert stored.output == result
+
+
+@pytest.fixture
+def locked(operations: OperationStore, services: DiscoverServices) -> Operation:
+    """A recorded discover holding the "discover" lock, as the API starts one."""
+    operation = operations.create(discover_operation(lock_scope="discover"))
+    services.locks.acquire("discover", operation.id, holder_ended=lambda _: False)
+    return operation
+
+
+def test_finish_makes_the_record_stage_the_result_and_frees_the_lock(
+    tasks: Dispatch, operations: OperationStore, services: DiscoverServices, locked: Operation
+) -> None:
+    # Given the three stages done by the execution named after the operation
+    result = run_discovery(tasks, locked.id)
+    # When the state machine finishes
+    answer = tasks(
+        {"task": "finish-discover", "operationId": locked.id, "executionName": locked.id}
+    )
+    # Then the operation SUCCEEDED with what the record stage recorded, and the lock is free
+    assert answer == {"operationId": locked.id, "status": "SUCCEEDED"}
+    assert operations.get(locked.id).output == result
+    assert services.locks.holder("discover") is None
+
+
+def test_fail_blames_the_stage_that_recorded_the_aws_error_and_frees_the_lock(
+    tasks: Dispatch,
+    operations: OperationStore,
+    services: DiscoverServices,
+    locked: Operation,
+    fake_eks: FakeEks,
+) -> None:
+    # Given the EKS listing was refused (a permanent error: no retry)
+    fake_eks.list_error = client_error("AccessDeniedException", "not authorized", "ListClusters")
+    with pytest.raises(AwsAccessDenied):
+        tasks({"task": "list-eks-clusters", "operationId": locked.id})
+    # When Record failure runs with the Catch's result
+    answer = tasks(
+        {
+            "task": "fail-discover",
+            "operationId": locked.id,
+            "executionName": locked.id,
+            "error": load_event("lambda-error-cause.json"),
+        }
+    )
+    # Then the stage and the operation carry AWS's code, and the lock is free
+    assert answer == {"operationId": locked.id, "status": "FAILED"}
+    stored = operations.get(locked.id)
+    assert stored.stage("eks-clusters").status is StageStatus.FAILED
+    assert stored.error is not None
+    assert stored.error.code == "AccessDeniedException"
+    assert services.locks.holder("discover") is None
+
+
+def test_a_task_of_a_superseded_execution_changes_nothing(
+    tasks: Dispatch, operations: OperationStore, operation: Operation
+) -> None:
+    # Given a discover that failed and was retried: its current execution is {id}-r1
+    operations.update(operation.id, lambda op: lifecycle.fail(op, ErrorInfo(code="X", message="x")))
+    operations.update(operation.id, lifecycle.retry)
+    # When a task of the first execution ({id}) still runs
+    with pytest.raises(StaleExecution):
+        tasks(
+            {"task": "list-eks-clusters", "operationId": operation.id,
+             "executionName": operation.id}
+        )
+    # Then its stage is untouched
+    assert operations.get(operation.id).stage("eks-clusters").attempts == 0
+    # And that execution's failure recorder leaves the operation to the retry
+    answer = tasks(
+        {
+            "task": "fail-discover",
+            "operationId": operation.id,
+            "executionName": operation.id,
+            "error": {"Error": "StaleExecution", "Cause": "{}"},
+        }
+    )
+    assert answer == {"operationId": operation.id, "stale": True}
+    assert operations.get(operation.id).status is OperationStatus.PENDING

@@ -1,4 +1,4 @@
-"""hypd.clusters.discovery: pairing HyperPod with EKS, choosing tags, reporting conflicts."""
+"""hypd.discovery.plan: pairing HyperPod with EKS, choosing tags, reporting conflicts."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hypd.clusters.discovery import DiscoveryPlan, plan_discovery
 from hypd.clusters.models import Cluster, ClusterSource, EksCluster, HyperPodCluster
+from hypd.discovery.plan import DiscoveryPlan, plan_discovery
 from tests.unit.support import REGION, cluster_record, eks, eks_arn, hyperpod, hyperpod_arn
 
 NOW = "2026-01-15T10:00:00.000Z"
