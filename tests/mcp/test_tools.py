@@ -21,14 +21,9 @@ from hypd.api.models import (
 from hypd.capacity.requests import AddInstanceGroupRequest, UpdateInstanceGroupRequest
 from hypd.clusters.create_request import CreateClusterRequest
 from hypd_cli.api_client import ROUTES, ApiError, ApiUnreachable
-from hypd_cli.mcp_server import (
-    TOOL_SPECS,
-    WAIT_SECONDS_MAX,
-    HypdTools,
-    ToolSpec,
-    bind_tools,
-    openapi_document,
-)
+from hypd_cli.mcp_binding import bind_tools, openapi_document
+from hypd_cli.mcp_server import HypdTools
+from hypd_cli.mcp_tools import TOOL_SPECS, WAIT_SECONDS_MAX, ToolSpec
 from tests.mcp.conftest import error_of
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from hypd_cli.api_client import ApiClient
-from hypd_cli.mcp_server import ERROR_KEY, bind_tools, openapi_document
+from hypd_cli.mcp_binding import bind_tools, openapi_document
+from hypd_cli.mcp_server import ERROR_KEY
 from tests.e2e.capacity import created_cluster
 from tests.mcp.conftest import POLL_SECONDS
 from tests.mcp.test_tools import TOOLS

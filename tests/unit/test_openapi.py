@@ -34,7 +34,8 @@ def test_the_mcp_server_reads_the_packaged_document_without_the_routers() -> Non
     assert docs.resolve() == ROOT / "src" / "hypd_cli" / "openapi.json"
     # and the MCP server reads it, as shipped, in a process that imports no router to start
     probe = (
-        "import sys; from hypd_cli.mcp_server import openapi_document; "
+        "import sys; import hypd_cli.mcp_server; "
+        "from hypd_cli.mcp_binding import openapi_document; "
         "assert openapi_document()['paths']; "
         "print(','.join(m for m in ('hypd.api.app', 'hypd.api.clusters', 'hypd.api.capacity', "
         "'hypd.api.catalog', 'hypd.api.operations') if m in sys.modules))"

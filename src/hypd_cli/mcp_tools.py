@@ -1,0 +1,356 @@
+"""The MCP server's tools, declared once: each names the REST operation it calls (by
+operationId), the pydantic models of its body and answers, and what an agent should know
+(`hypd_cli.mcp_server` serves them; `hypd_cli.mcp_binding` binds them to the OpenAPI document).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from hypd.api.health import HealthPolicyView, HealthSummaryView, NodeHealthHistory
+from hypd.api.models import (
+    AutoscalingUnchanged,
+    AutoscalingView,
+    AvailabilityZoneList,
+    ClusterList,
+    ClusterView,
+    DiscoverRequest,
+    InstanceGroupFieldList,
+    InstanceGroupList,
+    InstanceGroupUnchanged,
+    InstanceTypeList,
+    NodeList,
+    OperationAccepted,
+    OperationList,
+    OperationView,
+    TrainingPlanList,
+)
+from hypd.capacity.requests import (
+    AddInstanceGroupRequest,
+    AutoscalingRequest,
+    UpdateInstanceGroupRequest,
+)
+from hypd.clusters.create_request import CreateClusterRequest
+from hypd.health.policy import HealthPolicy
+
+WAIT_SECONDS_MAX = 300
+"""The longest ``operation_get_status`` waits in one call (larger values are capped)."""
+
+
+# ---------------------------------------------------------------------------- the tools
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool: its name, the REST operation it calls, and what an agent should know."""
+
+    name: str
+    operation_id: str
+    response: type[BaseModel]
+    """The pydantic model of the operation's success response: the tool's output schema."""
+    body: type[BaseModel] | None = None
+    """The pydantic model of the operation's request body: the tool's input schema."""
+    advice: str = ""
+    """Appended to the operation's summary and description in the tool's description."""
+    waits: bool = False
+    """Takes ``wait_seconds``: polls the operation until it changes or ends."""
+    unchanged: type[BaseModel] | None = None
+    """For a change the API may find already made: the model of its 200 ``changed: false``
+    answer (``response`` is then the 202's); the output schema is the union of the two."""
+    destructive: bool = False
+    """May remove or interrupt something (MCP's destructiveHint)."""
+    idempotent: bool = False
+    """Calling it again with the same arguments changes nothing more (MCP's idempotentHint)."""
+
+
+POLL = "Poll the returned operationId with operation_get_status until it ends."
+CONFIRM = "Ask the user to confirm first."
+
+
+TOOL_SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "cluster_list_all",
+        "listClusters",
+        ClusterList,
+        advice="Call this first: the cluster the user wants may exist already.",
+    ),
+    ToolSpec(
+        "cluster_get",
+        "getCluster",
+        ClusterView,
+        advice="Summarise a created cluster from this record once its operation SUCCEEDED.",
+    ),
+    ToolSpec(
+        "cluster_create",
+        "createCluster",
+        OperationAccepted,
+        body=CreateClusterRequest,
+        advice=(
+            "Inspect first (cluster_list_all, catalog_availability_zones, "
+            "catalog_instance_types, catalog_training_plans) and offer the user only choices "
+            "the catalogue shows; ask only for the tag, zone, instance types and counts, "
+            "capacity type and storage (an S3 bucket must exist already). Then poll the "
+            "returned operationId with operation_get_status until it ends. Never call this "
+            "twice for one tag: a 409 ClusterExists means use that cluster, or resume its "
+            "failed creation with operation_retry (details.lastOperationId)."
+        ),
+    ),
+    ToolSpec(
+        "cluster_discover",
+        "discoverClusters",
+        OperationAccepted,
+        body=DiscoverRequest,
+        advice=POLL,
+    ),
+    ToolSpec(
+        "operation_list",
+        "listOperations",
+        OperationList,
+        advice=(
+            "Use it to find the operation of an interrupted conversation (by clusterTag) "
+            "and resume it."
+        ),
+    ),
+    ToolSpec(
+        "operation_get_status",
+        "getOperation",
+        OperationView,
+        waits=True,
+        advice=(
+            f"With wait_seconds (at most {WAIT_SECONDS_MAX}) it waits until the operation's "
+            "status or one of its stages changes, or the operation ends, reading it every "
+            "few seconds; call it again until the status is SUCCEEDED, FAILED or CANCELLED. "
+            "A FAILED operation's failed stage carries the error; resume it with "
+            "operation_retry."
+        ),
+    ),
+    ToolSpec(
+        "operation_retry",
+        "retryOperation",
+        OperationView,
+        advice=(
+            "Fix the failed stage's cause first when it lies outside hypd (e.g. a missing "
+            "bucket), then retry and poll with operation_get_status."
+        ),
+    ),
+    ToolSpec(
+        "operation_cancel",
+        "cancelOperation",
+        OperationView,
+        advice="Only when the user asks. Poll with operation_get_status until CANCELLED.",
+        destructive=True,
+    ),
+    ToolSpec(
+        "catalog_availability_zones",
+        "listAvailabilityZones",
+        AvailabilityZoneList,
+        advice="Offer only these zones.",
+    ),
+    ToolSpec(
+        "catalog_instance_types",
+        "listInstanceTypes",
+        InstanceTypeList,
+        advice="Call it with the chosen availabilityZone and offer only the types it lists.",
+    ),
+    ToolSpec(
+        "catalog_training_plans",
+        "listTrainingPlans",
+        TrainingPlanList,
+        advice="For capacity type training-plan: offer Active or Scheduled plans only.",
+    ),
+    ToolSpec(
+        "catalog_instance_group_fields",
+        "listInstanceGroupFields",
+        InstanceGroupFieldList,
+        advice=(
+            "Read it before changing a group: only the mutable fields (count, minCount, labels, "
+            "taints) can change; each create-time field says why not and what to do instead."
+        ),
+    ),
+    ToolSpec(
+        "instance_group_list",
+        "listInstanceGroups",
+        InstanceGroupList,
+        advice=(
+            "Call this first for any capacity change: the group the user means may exist "
+            "already, and it shows each group's create-time facts (type, capacity, zone, "
+            "subnet) and its counts."
+        ),
+    ),
+    ToolSpec(
+        "instance_group_add",
+        "addInstanceGroup",
+        OperationAccepted,
+        body=AddInstanceGroupRequest,
+        advice=(
+            "Inspect first (instance_group_list, catalog_instance_types with the cluster's "
+            "zone, catalog_training_plans for reserved capacity) and offer the user only "
+            "choices the catalogue shows. Ask only for the group's name, instance type, count "
+            "and capacity type (on-demand, spot or a training plan); ask about the zone only "
+            "for a training plan (the plan pins it; any other group takes the cluster's zone, "
+            "so leave availabilityZone out). These are fixed for the group's life. " + POLL
+            + " A 409 InstanceGroupExists means the group is there: use it."
+        ),
+    ),
+    ToolSpec(
+        "instance_group_update",
+        "updateInstanceGroup",
+        OperationAccepted,
+        body=UpdateInstanceGroupRequest,
+        unchanged=InstanceGroupUnchanged,
+        advice=(
+            "Send only what changes: count, minCount, labels (the whole map) or taints (the "
+            "whole list). Never try to change a create-time field (instanceType, capacity, "
+            "availabilityZone, dedicatedSubnet, efaOnly, deepHealthChecks; see "
+            "catalog_instance_group_fields): that is a 400 ImmutableField; add a new group "
+            "with the value instead (instance_group_add), move the work, then delete the old "
+            "one. An answer with changed: false means the group already matches: nothing "
+            "started, nothing to poll. Otherwise: " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "instance_group_delete",
+        "deleteInstanceGroup",
+        OperationAccepted,
+        advice=(
+            "Removes the group's nodes. " + CONFIRM + " The last group cannot be deleted (409 "
+            "LastInstanceGroup), nor one Karpenter scales (409 InstanceGroupAutoscaled: take it "
+            "out of autoscaling_set first). " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "node_list",
+        "listNodes",
+        NodeList,
+        advice="Find a node's id and status here before any node action.",
+    ),
+    ToolSpec(
+        "node_reboot",
+        "rebootNode",
+        OperationAccepted,
+        advice="Interrupts the node's pods. " + CONFIRM + " " + POLL,
+        destructive=True,
+    ),
+    ToolSpec(
+        "node_replace",
+        "replaceNode",
+        OperationAccepted,
+        advice=(
+            "For an unhealthy node: a new instance takes its place and its local data is "
+            "lost. " + CONFIRM + " " + POLL
+        ),
+        destructive=True,
+    ),
+    ToolSpec(
+        "node_delete",
+        "deleteNode",
+        OperationAccepted,
+        advice="The node's group keeps one node fewer. " + CONFIRM + " " + POLL,
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "autoscaling_get",
+        "getAutoscaling",
+        AutoscalingView,
+        advice="Read it before autoscaling_set: whether managed Karpenter is on, and for "
+        "which groups.",
+    ),
+    ToolSpec(
+        "autoscaling_set",
+        "setAutoscaling",
+        OperationAccepted,
+        body=AutoscalingRequest,
+        unchanged=AutoscalingUnchanged,
+        advice=(
+            "enabled: true with instanceGroups (1-10 existing groups of on-demand or spot "
+            "capacity without deep health checks, in one zone: see instance_group_list) turns "
+            "managed Karpenter on; tell the user it scales idle groups toward zero. enabled: "
+            "false turns it off. An answer with changed: false means it is already as asked: "
+            "nothing started. Otherwise: " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "cluster_health_get",
+        "getClusterHealth",
+        HealthSummaryView,
+        advice=(
+            "Start here when the user asks about unhealthy, failing or repaired nodes. Each "
+            "node in unhealthy has its latest entry: reason, HyperPod's recommendation "
+            "(recommended: reboot or replace) and taken, what was done: by hyperpod (HyperPod "
+            "repairs it itself: wait), by hypd (the reboot-node or replace-node operation "
+            "taken.operationId: follow it with operation_get_status), or by none with "
+            "taken.reason (policy: the health policy only notifies; cooldown, rate-limit: the "
+            "policy's bounds; node-status; not-recommended). gone lists nodes HyperPod no "
+            "longer lists (replaced or deleted). Then node_health_get for one node's history."
+        ),
+    ),
+    ToolSpec(
+        "node_health_get",
+        "getNodeHealth",
+        NodeHealthHistory,
+        advice=(
+            "For a node cluster_health_get or node_list names (nodeId i-...). Each entry says "
+            "what was done about it (taken, as in cluster_health_get); a repair hypd started "
+            "is taken.operationId: read it with operation_get_status. A 404 NotFound means no "
+            "health event of the node was received: as far as hypd knows it has been healthy."
+        ),
+    ),
+    ToolSpec(
+        "health_policy_get",
+        "getHealthPolicy",
+        HealthPolicyView,
+        advice=(
+            "Read it before health_policy_set and tell the user the current policy; default: "
+            "true means none was set (notify: hypd repairs nothing)."
+        ),
+    ),
+    ToolSpec(
+        "health_policy_set",
+        "setHealthPolicy",
+        HealthPolicyView,
+        body=HealthPolicy,
+        advice=(
+            "action replace turns on automatic repair: when HyperPod recommends rebooting or "
+            "replacing a node and does not do it itself, hypd starts the reboot-node or "
+            "replace-node operation, at most maxActionsPerHour repairs per cluster in any 60 "
+            "minutes and never twice for one node within nodeCooldownMinutes. reboot allows "
+            "reboots only; notify (the default) repairs nothing. Repairs interrupt the node's "
+            "pods and a replacement loses its local data: " + CONFIRM + " The body replaces "
+            "the whole policy, and omitted fields take their defaults (2 an hour, 60 minutes), "
+            "not their current values: send every field to keep. Starts no operation: the "
+            "answer is the policy now in force; each later repair is an operation of its own "
+            "(operation_list with clusterTag). A 400 names the field out of range."
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+)
+
+# Parameters the OpenAPI document does not describe.
+_PARAMETER_HINTS = {
+    "tag": "The cluster's tag.",
+    "clusterTag": "Only the operations of this cluster tag.",
+    "status": "Only the operations with this status.",
+    "operationId": "The operation's id (op-...), as the tool that started it returned.",
+    "limit": "At most this many items in one page.",
+    "nextToken": "The nextToken of the previous page, to read the next one.",
+}
+
+WAIT_SECONDS_SCHEMA: dict[str, Any] = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": WAIT_SECONDS_MAX,
+    "default": 0,
+    "description": (
+        f"Wait up to this many seconds (at most {WAIT_SECONDS_MAX}) for the operation's status "
+        "or one of its stages to change, or for the operation to end; 0 reads it at once."
+    ),
+}
