@@ -16,6 +16,9 @@ accepts both.
 Errors: `ApiError` (the API answered 4xx/5xx; carries its ``code``, ``message`` and
 ``details``), `ApiUnreachable` (no answer from the endpoint), `ApiConfigError` (no usable
 endpoint, Region or credentials). All three are `ApiClientError`.
+
+About 500 lines, kept whole: the route table, signing and the typed calls (one short method per
+operation, read by the CLI) are one client; the typed calls are most of it.
 """
 
 from __future__ import annotations

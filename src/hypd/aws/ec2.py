@@ -4,6 +4,9 @@ catalogue's reads (zones, instance type offerings, instance type facts).
 Every call translates `ClientError` with `hypd.aws.errors.translate`, except the codes the
 network function decides on (a missing subnet, an overlapping CIDR, an association or route that
 already exists), which become a return value or a named error here.
+
+One module, a little over 400 lines: every EC2 call hypd makes, one adapter per service (the
+rule of hypd.aws); split by caller it would scatter the error translation it shares.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@
 
 It is idempotent: everything is found by tags before it is created, so re-running after a crash
 at any step finishes what the crashed run began and creates nothing twice. See docs/network.md.
+
+A little over 400 lines, kept whole: it is the one network function, read top to bottom in the
+order of the priorities above; the subnet arithmetic is apart in `subnets`.
 """
 
 from __future__ import annotations
