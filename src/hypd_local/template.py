@@ -63,10 +63,12 @@ __all__ = [
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
+
 def find_template(cwd: Path | None = None) -> Path:
     """``./template.yaml`` if the current directory has one, else the project's own."""
     here = (cwd or Path.cwd()) / "template.yaml"
     return here if here.is_file() else PROJECT_ROOT / "template.yaml"
+
 
 def resources_of_type(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
     """The declarations of one resource type, by logical id, as written (Globals not merged,
@@ -76,6 +78,7 @@ def resources_of_type(template: Mapping[str, Any], resource_type: str) -> dict[s
         for logical_id, resource in (template.get("Resources") or {}).items()
         if isinstance(resource, dict) and resource.get("Type") == resource_type
     }
+
 
 def describe_functions(
     template_path: Path | str | None = None,

@@ -311,8 +311,10 @@ def substitute_definition(text: str, substitutions: Mapping[str, Any], where: st
         )
     return result
 
+
 def _lambda_trust() -> dict[str, Any]:
     return _service_trust("lambda.amazonaws.com")
+
 
 def _service_trust(service: str) -> dict[str, Any]:
     return {

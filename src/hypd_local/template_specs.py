@@ -20,6 +20,7 @@ class Resource:
     generated_by: str | None = None
     """The SAM resource that implied this one (e.g. an event's rule), if any."""
 
+
 @dataclass(frozen=True)
 class TableSpec:
     logical_id: str
@@ -30,12 +31,14 @@ class TableSpec:
     ttl_attribute: str | None = None
     point_in_time_recovery: bool = False
 
+
 @dataclass(frozen=True)
 class LayerSpec:
     logical_id: str
     name: str
     arn: str
     content_dir: Path | None
+
 
 @dataclass(frozen=True)
 class RoleSpec:
@@ -49,6 +52,7 @@ class RoleSpec:
     """Inline policies: (PolicyName, PolicyDocument)."""
     managed_policy_arns: tuple[str, ...] = ()
 
+
 @dataclass(frozen=True)
 class ManagedPolicySpec:
     """An ``AWS::IAM::ManagedPolicy``: created in moto, attached to its ``Roles``."""
@@ -61,6 +65,7 @@ class ManagedPolicySpec:
     description: str = ""
     roles: tuple[str, ...] = ()
     """Names of the roles it is attached to."""
+
 
 @dataclass(frozen=True)
 class AsyncConfig:
@@ -86,6 +91,7 @@ class AsyncConfig:
         if destinations:
             config["DestinationConfig"] = destinations
         return config
+
 
 @dataclass(frozen=True)
 class FunctionSpec:
@@ -161,6 +167,7 @@ class FunctionSpec:
             "AWS_SESSION_TOKEN": "testing",
         }
 
+
 @dataclass(frozen=True)
 class StateMachineSpec:
     logical_id: str
@@ -171,6 +178,7 @@ class StateMachineSpec:
     type: str
     role_arn: str
 
+
 @dataclass(frozen=True)
 class QueueSpec:
     logical_id: str
@@ -179,6 +187,7 @@ class QueueSpec:
     arn: str
     attributes: Mapping[str, str]
 
+
 @dataclass(frozen=True)
 class TopicSpec:
     logical_id: str
@@ -186,12 +195,14 @@ class TopicSpec:
     arn: str
     attributes: Mapping[str, str]
 
+
 @dataclass(frozen=True)
 class LogGroupSpec:
     logical_id: str
     name: str
     arn: str
     retention_days: int | None
+
 
 @dataclass(frozen=True)
 class TargetSpec:
@@ -221,6 +232,7 @@ class TargetSpec:
             target["RetryPolicy"] = dict(self.retry_policy)
         return target
 
+
 @dataclass(frozen=True)
 class RuleSpec:
     logical_id: str
@@ -233,6 +245,7 @@ class RuleSpec:
     targets: tuple[TargetSpec, ...]
     description: str = ""
 
+
 @dataclass(frozen=True)
 class RouteSpec:
     """One API route: ``method`` is upper case, or ``ANY``."""
@@ -242,6 +255,7 @@ class RouteSpec:
     function_logical_id: str
     event_id: str
     auth: str | None = None
+
 
 @dataclass(frozen=True)
 class ApiSpec:
@@ -255,6 +269,7 @@ class ApiSpec:
     """The stage writes access or execution logs, which needs the account's CloudWatch role."""
     depends_on: frozenset[str] = frozenset()
     """Every resource it depends on through DependsOn (transitively)."""
+
 
 @dataclass(frozen=True)
 class ApiAccountSpec:

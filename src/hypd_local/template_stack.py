@@ -342,6 +342,7 @@ class StackBase:
 # ---------------------------------------------------------------------------------- helpers
 _MISSING = object()
 
+
 class _Unsupported:
     """The Ref value of a resource type the local cloud does not emulate."""
 
@@ -351,6 +352,7 @@ class _Unsupported:
 
     def __repr__(self) -> str:
         return f"<unsupported {self.type} {self.logical_id}>"
+
 
 def merge_globals(global_props: Any, local_props: Any) -> Any:
     """SAM's Globals rule: maps merge (local wins), lists append, scalars are overridden."""
@@ -369,6 +371,7 @@ def merge_globals(global_props: Any, local_props: Any) -> Any:
 def _pick(mapping: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {key: mapping[key] for key in keys if key in mapping}
 
+
 def _stable_id(seed: str, length: int = 10) -> str:
     """A short lowercase id that is the same for the same seed (API ids, resource ids)."""
     digest = hashlib.sha256(seed.encode()).hexdigest()
@@ -379,6 +382,7 @@ def _stable_id(seed: str, length: int = 10) -> str:
         number, index = divmod(number, len(alphabet))
         chars.append(alphabet[index])
     return "".join(chars)
+
 
 def _stable_uuid(seed: str) -> str:
     digest = hashlib.sha256(seed.encode()).hexdigest()

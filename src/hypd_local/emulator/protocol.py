@@ -62,6 +62,7 @@ _PROTOCOLS: dict[str, type[Protocol]] = {
     "rest-xml": RestXmlProtocol,
 }
 
+
 def protocol_for(service_model: Any) -> Protocol:
     """The protocol implementation for this service model.
 

@@ -16,6 +16,7 @@ from hypd_local.emulator.protocol_wire import _to_json, _wire_name
 
 JSON_CONTENT_TYPE = {"json": "application/x-amz-json-1.1", "rest-json": "application/json"}
 
+
 @dataclass
 class HttpRequest:
     """What the protocol layer needs of an HTTP request (header names lower-cased)."""
@@ -49,6 +50,7 @@ class HttpRequest:
         return cls(str(environ.get("REQUEST_METHOD", "GET")).upper(), raw_path or "/", query,
                    headers, body)
 
+
 @dataclass
 class HttpResponse:
     """An HTTP response to write back through WSGI."""
@@ -62,6 +64,7 @@ class HttpResponse:
             if key.lower() == name.lower():
                 return value
         return None
+
 
 class Protocol:
     """Common part of the protocols.
@@ -132,8 +135,10 @@ class Protocol:
                 return shape
         return None
 
+
 def new_request_id() -> str:
     return str(uuid.uuid4())
+
 
 def header_items(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Headers as WSGI wants them (latin-1 safe strings)."""

@@ -63,6 +63,7 @@ class JsonProtocol(Protocol):
         ]
         return HttpResponse(200, headers, json.dumps(body or {}).encode())
 
+
 @dataclass(frozen=True)
 class _Route:
     operation: str
@@ -86,6 +87,7 @@ class _Route:
         return (self.literal_weight, present == wanted, present, not self.deprecated)
 
 _LABEL = re.compile(r"\{([^}]+)\}")
+
 
 def _compile_route(operation: str, operation_model: Any) -> _Route:
     http: Mapping[str, Any] = operation_model.http
@@ -124,6 +126,7 @@ def _compile_route(operation: str, operation_model: Any) -> _Route:
                   re.compile(pattern.rstrip("/") + "/?"), tuple(labels), tuple(static), weight,
                   tuple(headers), tuple(query_members), bool(operation_model.deprecated))
 
+
 class _RestProtocol(Protocol):
     """Operations found from the method and ``http.requestUri`` (rest-json, rest-xml)."""
 
@@ -157,6 +160,7 @@ class _RestProtocol(Protocol):
     def identify(self, request: HttpRequest) -> str | None:
         found = self._match(request)
         return found[0].operation if found else None
+
 
 class RestJsonProtocol(_RestProtocol):
     """REST-JSON, e.g. EKS."""

@@ -19,6 +19,7 @@ def _timestamp_format(shape: Any, default: str) -> str:
     fmt = shape.serialization.get("timestampFormat") or shape.metadata.get("timestampFormat")
     return str(fmt) if fmt else default
 
+
 def parse_timestamp(value: Any) -> Any:
     """An aware UTC datetime from epoch seconds, ISO 8601 or RFC 822; else ``value`` unchanged."""
     if isinstance(value, datetime):
@@ -48,6 +49,7 @@ def parse_timestamp(value: Any) -> Any:
             return value
     return value
 
+
 def format_timestamp(value: Any, fmt: str) -> Any:
     """``value`` (datetime, epoch number or string) written in ``fmt``."""
     when = parse_timestamp(value)
@@ -66,8 +68,10 @@ def format_timestamp(value: Any, fmt: str) -> Any:
         return round(seconds + when.microsecond / 1_000_000, 3)
     return seconds
 
+
 def _wire_name(member_shape: Any, member_name: str) -> str:
     return str(member_shape.serialization.get("name", member_name))
+
 
 def _from_json(shape: Any, value: Any) -> Any:
     """A JSON value -> Python, keyed by member names; wrong types are left as they are."""
@@ -101,6 +105,7 @@ def _from_json(shape: Any, value: Any) -> Any:
             return value
     return value
 
+
 def _to_json(shape: Any, value: Any) -> Any:
     """A Python value -> JSON, keyed by wire names; ``None`` members are dropped."""
     if value is None:
@@ -133,6 +138,7 @@ def _to_json(shape: Any, value: Any) -> Any:
         return int(value)
     return value
 
+
 def _from_text(shape: Any, text: str, default_ts: str = "iso8601") -> Any:
     """A URI label, query or header value -> Python; unparseable text stays a string."""
     kind = shape.type_name
@@ -162,6 +168,7 @@ def _from_text(shape: Any, text: str, default_ts: str = "iso8601") -> Any:
             return text
     return text
 
+
 def _to_text(shape: Any, value: Any, default_ts: str) -> str:
     kind = shape.type_name
     if kind == "boolean":
@@ -176,6 +183,7 @@ def _to_text(shape: Any, value: Any, default_ts: str) -> str:
     if kind == "list":
         return ",".join(_to_text(shape.member, v, default_ts) for v in value)
     return str(value)
+
 
 def _load_json_body(body: bytes) -> Any:
     if not body.strip():

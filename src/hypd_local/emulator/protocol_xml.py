@@ -22,6 +22,7 @@ _ACTION = re.compile(rb"(?:^|&)Action=([^&]*)")
 
 _FORM = "application/x-www-form-urlencoded"
 
+
 def _query_key(member: Any, name: str, ec2: bool) -> str:
     if ec2:
         if "queryName" in member.serialization:
@@ -29,6 +30,7 @@ def _query_key(member: Any, name: str, ec2: bool) -> str:
         wire = member.serialization.get("name")
         return str(wire[0].upper() + wire[1:]) if wire else name
     return _wire_name(member, name)
+
 
 def _from_query(shape: Any, flat: Mapping[str, str], prefix: str, *, ec2: bool) -> Any:
     """The value of ``shape`` at ``prefix`` in a query request's flat keys (None: absent)."""
@@ -70,8 +72,10 @@ def _from_query(shape: Any, flat: Mapping[str, str], prefix: str, *, ec2: bool) 
         return None
     return _from_text(shape, flat[prefix])
 
+
 def _xml_text(value: str) -> str:
     return xml_escape(value, {'"': "&quot;"})
+
 
 class QueryProtocol(Protocol):
     """AWS Query (CloudFormation, STS, IAM): ``Action=<Operation>`` in the query string or the
@@ -112,6 +116,7 @@ class QueryProtocol(Protocol):
         headers = [("Content-Type", "text/xml"), ("x-amzn-RequestId", rid)]
         return HttpResponse(error.status, headers, body.encode("utf-8"))
 
+
 class Ec2Protocol(QueryProtocol):
     """EC2's query dialect: the same requests; errors are ``<Response><Errors><Error><Code>
     <Message></Error></Errors><RequestID></Response>``."""
@@ -126,6 +131,7 @@ class Ec2Protocol(QueryProtocol):
                 f"<RequestID>{_xml_text(rid)}</RequestID></Response>")
         headers = [("Content-Type", "text/xml;charset=UTF-8"), ("x-amzn-RequestId", rid)]
         return HttpResponse(error.status, headers, body.encode("utf-8"))
+
 
 def _action_of(request: HttpRequest) -> str | None:
     for key, value in request.query:
@@ -142,6 +148,7 @@ def _action_of(request: HttpRequest) -> str | None:
 # ``<bucket>.s3[.<region>].amazonaws.com`` and moto's ``<bucket>.localhost``
 _VIRTUAL_HOST = re.compile(
     r"^(?P<bucket>.+?)\.(?:s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com(?:\.cn)?|localhost)$")
+
 
 class RestXmlProtocol(_RestProtocol):
     """REST-XML (S3): the operation from the method, the path (path style ``/bucket/key`` or

@@ -58,6 +58,7 @@ def _node_cells(node: Obj, now: datetime) -> list[Any]:
             address("ExternalIP"), info.get("osImage") or UNKNOWN,
             info.get("kernelVersion") or UNKNOWN, info.get("containerRuntimeVersion") or UNKNOWN]
 
+
 def pod_phase(pod: Obj) -> str:
     """The STATUS column of a pod: its phase, or what its containers are waiting for or ended
     with, or Terminating."""
@@ -83,6 +84,7 @@ def pod_phase(pod: Obj) -> str:
         reason = "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
     return reason
 
+
 def _pod_cells(pod: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(pod), _status(pod)
     statuses = status.get("containerStatuses") or []
@@ -101,6 +103,7 @@ def _pod_cells(pod: Obj, now: datetime) -> list[Any]:
             pod_phase(pod), restart_cell, _created(pod, now), _or_none(status.get("podIP")),
             _or_none(spec.get("nodeName")), _or_none(status.get("nominatedNodeName")),
             gates_cell]
+
 
 def _service_cells(service: Obj, now: datetime) -> list[Any]:
     spec = _spec(service)
@@ -123,6 +126,7 @@ def _service_cells(service: Obj, now: datetime) -> list[Any]:
     return [_meta(service).get("name"), kind, _or_none(spec.get("clusterIP")), external,
             ",".join(ports) or NONE, _created(service, now), _selector(spec.get("selector"))]
 
+
 def _pv_cells(volume: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(volume), _status(volume)
     claim = spec.get("claimRef") or {}
@@ -133,6 +137,7 @@ def _pv_cells(volume: Obj, now: datetime) -> list[Any]:
             claim_cell, spec.get("storageClassName") or "",
             spec.get("volumeAttributesClassName") or "<unset>", status.get("reason") or "",
             _created(volume, now), spec.get("volumeMode") or "Filesystem"]
+
 
 def _pvc_cells(claim: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(claim), _status(claim)
@@ -148,6 +153,7 @@ def _pvc_cells(claim: Obj, now: datetime) -> list[Any]:
             spec.get("volumeAttributesClassName") or "<unset>", _created(claim, now),
             spec.get("volumeMode") or "Filesystem"]
 
+
 def _deployment_cells(deployment: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(deployment), _status(deployment)
     names, images = _containers(spec.get("template"))
@@ -156,6 +162,7 @@ def _deployment_cells(deployment: Obj, now: datetime) -> list[Any]:
             int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0),
             _created(deployment, now), names, images, _label_selector(spec.get("selector"))]
 
+
 def _replicaset_cells(replicaset: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(replicaset), _status(replicaset)
     names, images = _containers(spec.get("template"))
@@ -163,12 +170,14 @@ def _replicaset_cells(replicaset: Obj, now: datetime) -> list[Any]:
             int(status.get("replicas") or 0), int(status.get("readyReplicas") or 0),
             _created(replicaset, now), names, images, _label_selector(spec.get("selector"))]
 
+
 def _statefulset_cells(statefulset: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(statefulset), _status(statefulset)
     names, images = _containers(spec.get("template"))
     return [_meta(statefulset).get("name"),
             f"{status.get('readyReplicas') or 0}/{spec.get('replicas', 1)}",
             _created(statefulset, now), names, images]
+
 
 def _daemonset_cells(daemonset: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(daemonset), _status(daemonset)
@@ -180,6 +189,7 @@ def _daemonset_cells(daemonset: Obj, now: datetime) -> list[Any]:
             int(status.get("numberAvailable") or 0),
             _selector((template.get("spec") or {}).get("nodeSelector")),
             _created(daemonset, now), names, images, _label_selector(spec.get("selector"))]
+
 
 def _job_cells(job: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(job), _status(job)
@@ -198,6 +208,7 @@ def _job_cells(job: Obj, now: datetime) -> list[Any]:
     return [_meta(job).get("name"), state, completions_cell, duration, _created(job, now),
             names, images, _label_selector(spec.get("selector"))]
 
+
 def _cronjob_cells(cronjob: Obj, now: datetime) -> list[Any]:
     spec, status = _spec(cronjob), _status(cronjob)
     template = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")
@@ -208,6 +219,7 @@ def _cronjob_cells(cronjob: Obj, now: datetime) -> list[Any]:
             len(status.get("active") or []), age(last, now) if last else NONE,
             _created(cronjob, now), names, images,
             _label_selector(((spec.get("jobTemplate") or {}).get("spec") or {}).get("selector"))]
+
 
 def _event_cells(event: Obj, now: datetime) -> list[Any]:
     involved = event.get("involvedObject") or {}
@@ -222,6 +234,7 @@ def _event_cells(event: Obj, now: datetime) -> list[Any]:
             age(event.get("firstTimestamp") or last, now), int(event.get("count") or 1),
             _meta(event).get("name")]
 
+
 def _storageclass_cells(storage_class: Obj, now: datetime) -> list[Any]:
     name = str(_meta(storage_class).get("name"))
     annotations = _meta(storage_class).get("annotations") or {}
@@ -231,6 +244,7 @@ def _storageclass_cells(storage_class: Obj, now: datetime) -> list[Any]:
             storage_class.get("reclaimPolicy") or "Delete",
             storage_class.get("volumeBindingMode") or "Immediate",
             bool(storage_class.get("allowVolumeExpansion")), _created(storage_class, now)]
+
 
 def _binding_cells(binding: Obj, now: datetime) -> list[Any]:
     ref = binding.get("roleRef") or {}
@@ -244,11 +258,14 @@ def _binding_cells(binding: Obj, now: datetime) -> list[Any]:
     return [_meta(binding).get("name"), f"{ref.get('kind', '')}/{ref.get('name', '')}",
             _created(binding, now), of("User"), of("Group"), of("ServiceAccount")]
 
+
 def _count(*sections: str) -> Callable[[Obj], int]:
     return lambda obj: sum(len(obj.get(section) or {}) for section in sections)
 
+
 def _simple(*cells: Callable[[Obj, datetime], Any]) -> Cells:
     return lambda obj, now: [_meta(obj).get("name"), *(cell(obj, now) for cell in cells)]
+
 
 def _quota_cells(quota: Obj, now: datetime) -> list[Any]:
     hard, used = _status(quota).get("hard") or _spec(quota).get("hard") or {}, _status(
@@ -259,6 +276,7 @@ def _quota_cells(quota: Obj, now: datetime) -> list[Any]:
               if k.startswith("limits.")]
     return [_meta(quota).get("name"), _created(quota, now), ", ".join(requests),
             ", ".join(limits)]
+
 
 def _created_at(obj: Obj, _now: datetime) -> Any:
     return _meta(obj).get("creationTimestamp")

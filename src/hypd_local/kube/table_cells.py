@@ -16,6 +16,7 @@ Obj = Mapping[str, Any]
 
 Cells = Callable[[Obj, datetime], list[Any]]
 
+
 def _parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
@@ -24,8 +25,10 @@ def _parse_time(value: Any) -> datetime | None:
     except ValueError:
         return None
 
+
 def _two(major: int, major_unit: str, minor: int, minor_unit: str) -> str:
     return f"{major}{major_unit}{minor}{minor_unit}" if minor else f"{major}{major_unit}"
+
 
 def human_duration(seconds: float) -> str:
     """How the API server and kubectl say an age: 45s, 3m20s, 42m, 5h10m, 20h, 3d4h, 120d,
@@ -54,31 +57,39 @@ def human_duration(seconds: float) -> str:
         return _two(days // 365, "y", days % 365, "d")
     return f"{days // 365}y"
 
+
 def age(value: Any, now: datetime) -> str:
     moment = _parse_time(value)
     if moment is None:
         return UNKNOWN
     return human_duration((now - moment).total_seconds())
 
+
 def _meta(obj: Obj) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
+
 
 def _spec(obj: Obj) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
+
 def _status(obj: Obj) -> Mapping[str, Any]:
     return obj.get("status") or {}
+
 
 def _created(obj: Obj, now: datetime) -> str:
     return age(_meta(obj).get("creationTimestamp"), now)
 
+
 def _or_none(value: Any) -> Any:
     return value if value not in (None, "", []) else NONE
+
 
 def _selector(labels: Mapping[str, Any] | None) -> str:
     if not labels:
         return NONE
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
 
 def _label_selector(selector: Mapping[str, Any] | None) -> str:
     """A LabelSelector as kubectl writes one (matchLabels, then the expressions)."""
@@ -95,13 +106,16 @@ def _label_selector(selector: Mapping[str, Any] | None) -> str:
 _ACCESS_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX",
                  "ReadWriteOncePod": "RWOP"}
 
+
 def _access_modes(modes: Sequence[str] | None) -> str:
     return ",".join(_ACCESS_MODES.get(m, m) for m in modes or [])
+
 
 def _containers(template: Mapping[str, Any] | None) -> tuple[str, str]:
     containers = (((template or {}).get("spec") or {}).get("containers")) or []
     return (",".join(str(c.get("name", "")) for c in containers),
             ",".join(str(c.get("image", "")) for c in containers))
+
 
 @dataclass(frozen=True)
 class Column:
@@ -124,8 +138,10 @@ CREATED_AT = Column("Created At", type="date",
                     description="CreationTimestamp is a timestamp representing the server time "
                     "when this object was created.")
 
+
 def _wide(name: str, description: str = "", type_: str = "string") -> Column:
     return Column(name, type=type_, description=description, priority=1)
+
 
 @dataclass(frozen=True)
 class Printer:

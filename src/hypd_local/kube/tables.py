@@ -48,6 +48,7 @@ META_GROUP = "meta.k8s.io"
 
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
 
+
 @dataclass(frozen=True)
 class Target:
     """What a request's ``Accept`` asks the object to be turned into: ``kind`` None (the object
@@ -63,6 +64,7 @@ class Target:
 _AS_KINDS = ("Table", "PartialObjectMetadata", "PartialObjectMetadataList")
 
 _JSON_TYPES = ("application/json", "application/*", "*/*")
+
 
 def negotiate(accept: str | None) -> Target:
     """The first media type of ``Accept`` the server can produce (JSON, possibly as a Table or
@@ -85,6 +87,7 @@ def negotiate(accept: str | None) -> Target:
                     "application/json;as=Table;v=v1;g=meta.k8s.io, "
                     "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")
 
+
 def include_object(args: Mapping[str, str]) -> str:
     value = args.get("includeObject") or "Metadata"
     if value not in INCLUDE_OBJECT:
@@ -92,15 +95,18 @@ def include_object(args: Mapping[str, str]) -> str:
                           f'value: "{value}": supported values: "None", "Metadata", "Object"')
     return value
 
+
 def partial_metadata(obj: Obj, target: Target) -> dict[str, Any]:
     return {"kind": "PartialObjectMetadata", "apiVersion": target.api_version,
             "metadata": dict(obj.get("metadata") or {})}
+
 
 def partial_metadata_list(items: Iterable[Obj], list_metadata: Obj, target: Target
                           ) -> dict[str, Any]:
     return {"kind": "PartialObjectMetadataList", "apiVersion": target.api_version,
             "metadata": dict(list_metadata),
             "items": [partial_metadata(item, target) for item in items]}
+
 
 def _cell(column: Mapping[str, Any], obj: Obj, now: datetime) -> Any:
     try:
@@ -125,6 +131,7 @@ def _cell(column: Mapping[str, Any], obj: Obj, now: datetime) -> Any:
         return age(value, now) if _parse_time(value) else "<invalid>"
     return None
 
+
 def crd_printer(crd_version: Mapping[str, Any] | None) -> Printer:
     """Name plus the version's additionalPrinterColumns (Age when it defines none)."""
     defined = list((crd_version or {}).get("additionalPrinterColumns") or [])
@@ -143,10 +150,12 @@ def crd_printer(crd_version: Mapping[str, Any] | None) -> Printer:
 
     return Printer(columns, cells)
 
+
 def printer_for(rtype: ResourceType, crd_version: Mapping[str, Any] | None) -> Printer:
     if rtype.crd:
         return crd_printer(crd_version)
     return PRINTERS.get((rtype.group, rtype.plural), DEFAULT_PRINTER)
+
 
 def _row(printer: Printer, obj: Obj, now: datetime, include: str, target: Target,
          rtype: ResourceType) -> dict[str, Any]:
@@ -161,6 +170,7 @@ def _row(printer: Printer, obj: Obj, now: datetime, include: str, target: Target
             row["conditions"] = [{"type": "Completed", "status": "True", "reason": phase,
                                   "message": f"The pod has completed {phase.lower()}"}]
     return row
+
 
 def to_table(rtype: ResourceType, objects: Iterable[Obj], now: datetime, target: Target, *,
              include: str = "Metadata", crd_version: Mapping[str, Any] | None = None,

@@ -116,6 +116,7 @@ def patch_executions() -> None:
     replace(StepFunctionsParserBackend, "start_execution", start_execution)
     replace(EventManager, "_get_current_timestamp", staticmethod(current_timestamp))
 
+
 def patch_program_state() -> None:
     from moto.stepfunctions.parser.asl.eval.environment import Environment
     from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
@@ -138,6 +139,7 @@ def patch_program_state() -> None:
     replace(Environment, "set_error", set_error)
     replace(Environment, "set_timed_out", set_timed_out)
 
+
 def patch_send_task_failure() -> None:
     from moto.core.responses import ActionResult, EmptyResult
     from moto.stepfunctions.responses import StepFunctionResponse
@@ -151,6 +153,7 @@ def patch_send_task_failure() -> None:
         return EmptyResult()
 
     replace(StepFunctionResponse, "send_task_failure", send_task_failure)
+
 
 def patch_parallel_branches() -> None:
     from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import (
@@ -198,6 +201,7 @@ def patch_asl_parser() -> None:
         return Preprocessor().visit(tree), tree
 
     replace(parser, "parse", staticmethod(parse))
+
 
 def patch_interpreter_clients() -> None:
     import sys
