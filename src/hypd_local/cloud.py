@@ -7,7 +7,8 @@
 
 See docs/local-cloud.md for how it works and the rules handlers follow. What the moto patches
 call back is in `cloud_engine`, what a cloud changes in its process (moto's server, the
-environment) in `cloud_process`.
+environment) in `cloud_process`. This module stays a little over 400 lines: `LocalCloud`'s
+start, stop and public API are the one surface tests and the CLI use.
 """
 
 from __future__ import annotations
