@@ -45,6 +45,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from hypd_cli.local import local_extra_missing
+
+    if local_extra_missing("local demo"):
+        return 2
     from hypd_local.template import find_template
 
     template = args.template or find_template()

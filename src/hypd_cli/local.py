@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
 import shlex
 import signal
@@ -22,6 +23,34 @@ from typing import Any, TextIO
 
 # Modules that add subcommands to "hypd local" (imported only when present).
 LOCAL_COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.demo", "hypd_cli.kubeconfig")
+
+# What the local cloud (hypd_local) imports beyond hypd's own dependencies, by import name: the
+# `local` extra of pyproject.toml installs them (tests/build/test_packaging.py keeps the two in
+# step with what src/hypd_local imports).
+LOCAL_EXTRA_MODULES: tuple[str, ...] = (
+    "moto", "cfnlint", "cryptography", "jsonpath_ng", "kubernetes", "policy_sentry", "yaml",
+    "werkzeug",
+)
+LOCAL_EXTRA_HINT = "pip install 'hypd[local]'"
+
+
+def missing_local_modules() -> list[str]:
+    """The modules of `LOCAL_EXTRA_MODULES` this Python cannot import (none are imported)."""
+    return [name for name in LOCAL_EXTRA_MODULES if importlib.util.find_spec(name) is None]
+
+
+def local_extra_missing(command: str) -> bool:
+    """True, after saying what to install, when the local cloud's modules are not all there:
+    ``hypd local up|demo`` then exit 2 instead of failing in an import."""
+    missing = missing_local_modules()
+    if not missing:
+        return False
+    print(
+        f"hypd {command}: the local cloud needs modules that are not installed here "
+        f"({', '.join(missing)}): install hypd[local] ({LOCAL_EXTRA_HINT})",
+        file=sys.stderr,
+    )
+    return True
 
 
 def register(subparsers: Any) -> None:
@@ -82,6 +111,8 @@ def run_up(
     out: TextIO | None = None,
 ) -> int:
     """Run the local cloud until ``stop`` is set (SIGINT/SIGTERM set it from the main thread)."""
+    if local_extra_missing("local up"):
+        return 2
     from hypd_local import LocalCloud, TemplateError
     from hypd_local.seed import seed_clusters
 

@@ -5,12 +5,14 @@
         cloud.wait_for_executions(timeout=30)                   # the real ASL, real tasks
         cloud.client("dynamodb").scan(TableName=cloud.resources["HypdTable"])
 
-See docs/local-cloud.md for how it works and the rules handlers follow.
+See docs/local-cloud.md for how it works and the rules handlers follow. What the moto patches
+call back is in `cloud_engine`, what a cloud changes in its process (moto's server, the
+environment) in `cloud_process`. This module stays a little over 400 lines: `LocalCloud`'s
+start, stop and public API are the one surface tests and the CLI use.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import threading
@@ -21,47 +23,33 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import boto3
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer
 
 from hypd_local import credentials, patches
 from hypd_local.activity import Activity
 from hypd_local.apifront import AdminHandler, ApiFront
 from hypd_local.asyncinvoke import AsyncFailure, AsyncInvoker
 from hypd_local.clock import VirtualClock
-from hypd_local.credentials import Identities, Session
+from hypd_local.cloud_engine import EngineCallbacks
+from hypd_local.cloud_process import (
+    ACCESS_KEY_ID,
+    SECRET_ACCESS_KEY,
+    ProcessSetup,
+    _reset_moto,
+)
+from hypd_local.credentials import Identities
 from hypd_local.emulation import Emulation
 from hypd_local.emulator.faults import Faults, admin_routes
 from hypd_local.eventbus import (
-    EXECUTION_STATUS_CHANGE,
     DeliveryFailure,
     EventDelivery,
-    execution_status_detail,
 )
-from hypd_local.iam.enforce import Authorization, current_caller
-from hypd_local.iam.stacks import StackResource, stack_calls
-from hypd_local.lambdas import FunctionNotFound, Invocation, LambdaRuntime
+from hypd_local.iam.enforce import Authorization
+from hypd_local.lambdas import Invocation, LambdaRuntime
 from hypd_local.provision import provision
-from hypd_local.template import DEFAULT_ACCOUNT_ID, FunctionSpec, Stack
+from hypd_local.template import DEFAULT_ACCOUNT_ID, Stack
 
 LOG = logging.getLogger(__name__)
-
-ACCESS_KEY_ID = "testing"
-SECRET_ACCESS_KEY = "testing"  # noqa: S105 - moto's fake credentials, not a secret
-
-# The moto port of the last cloud in this process: reused when free, so boto3 clients that a
-# module created at import time (e.g. in the layer package) still reach the next cloud.
-_last_aws_port: int | None = None
-
-# One boto3 session per Region for every cloud of the process: a session loads the service
-# models and endpoint data it needs (about a second of JSON for the clients a cloud makes) and
-# keeps them, so a fresh session per cloud would load them again each time. boto3 sessions are
-# not thread-safe: clients are created under `_SESSIONS_LOCK`.
-_SESSIONS: dict[str, boto3.session.Session] = {}
-_SESSIONS_LOCK = threading.Lock()
-
-# How often the servers' loops check for shutdown (seconds): bounds the time stop() takes.
-_POLL_INTERVAL = 0.02
 
 
 class FunctionError(Exception):
@@ -74,7 +62,7 @@ class FunctionError(Exception):
         self.error_type = str(body.get("errorType"))
 
 
-class LocalCloud:
+class LocalCloud(EngineCallbacks, ProcessSetup):
     """moto on loopback + the template's resources + in-process Lambda + a REST API front.
 
     Args:
@@ -163,7 +151,6 @@ class LocalCloud:
         return self
 
     def _start(self) -> None:
-        global _last_aws_port
         _reset_moto()
         self.emulation = Emulation(
             clock=self.clock,
@@ -172,7 +159,6 @@ class LocalCloud:
             region=self.region,
         )
         self._start_moto()
-        _last_aws_port = self.aws_port
         self._set_environment()
         self._stack = Stack(
             self.template_path,
@@ -247,53 +233,7 @@ class LocalCloud:
         self._started = False
         self._stopping = False
 
-    def _function_session(self, spec: FunctionSpec) -> Session:
-        """The session of a function's execution role, as Lambda makes it (session name: the
-        function's name)."""
-        return self.identities.session(spec.role_arn, spec.name, "lambda.amazonaws.com")
-
-    def role_session(self, role_arn: str, service: str, session_name: str) -> Session:
-        """The session ``service`` acts in when it assumes ``role_arn`` (a state machine's
-        role, a stack's service role)."""
-        return self.identities.session(role_arn, session_name, service)
-
-    def stack_refusal(self, stack_role_arn: str | None, resources: list[StackResource],
-                      stack_tags: dict[str, str]) -> tuple[str, str] | None:
-        """(resource, reason) of the first resource CloudFormation could not make with the
-        stack's role (or, with none, its caller's permissions); None when all could be."""
-        assert self.emulation is not None
-        enforcer = self.emulation.enforcer
-        if stack_role_arn:
-            session = self.identities.session(stack_role_arn, "AWSCloudFormation",
-                                              "cloudformation.amazonaws.com")
-            principal = self.emulation.directory.principal(
-                session.credentials.get_frozen_credentials().access_key)
-        else:
-            principal = current_caller()
-        if principal is None:  # the account's administrator
-            return None
-        for resource, calls in stack_calls(resources, stack_tags):
-            for service, operation, params in calls:
-                denial = enforcer.decide(principal, enforcer.checks(service, service, operation,
-                                                                    params))
-                if denial is not None:
-                    return resource.logical_id, (
-                        f"Resource handler returned message: \"You are not authorized to "
-                        f"perform this operation. {denial.message}\" (Service: Ec2, Status "
-                        "Code: 403, Error Code: UnauthorizedOperation)")
-        return None
-
     # ------------------------------------------------------------------ public API
-    @property
-    def aws_port(self) -> int:
-        if self._moto is None:
-            raise RuntimeError("the local cloud is not started")
-        return int(self._moto.server_port)
-
-    @property
-    def aws_endpoint(self) -> str:
-        """URL of the moto server (what AWS_ENDPOINT_URL is set to)."""
-        return f"http://127.0.0.1:{self.aws_port}"
 
     @property
     def api_url(self) -> str:
@@ -323,18 +263,6 @@ class LocalCloud:
         return self.stack.refs()
 
     @property
-    def lambdas(self) -> LambdaRuntime:
-        if self._lambdas is None:
-            raise RuntimeError("the local cloud is not started")
-        return self._lambdas
-
-    @property
-    def delivery(self) -> EventDelivery:
-        if self._delivery is None:
-            raise RuntimeError("the local cloud is not started")
-        return self._delivery
-
-    @property
     def delivery_failures(self) -> list[DeliveryFailure]:
         """EventBridge deliveries to Lambda/Step Functions targets that failed, in order."""
         return self.delivery.failures
@@ -359,32 +287,6 @@ class LocalCloud:
         if self._front is not None:
             env["HYPD_ENDPOINT"] = self.api_url  # what the hypd CLI and MCP server read
         return env
-
-    def boto3_session(self) -> boto3.session.Session:
-        """The process's boto3 session with the local credentials and this cloud's Region
-        (endpoint from the environment). Shared by every cloud: create its clients on one
-        thread at a time, or through `client`."""
-        with _SESSIONS_LOCK:
-            session = _SESSIONS.get(self.region)
-            if session is None:
-                session = boto3.session.Session(
-                    aws_access_key_id=ACCESS_KEY_ID,
-                    aws_secret_access_key=SECRET_ACCESS_KEY,
-                    region_name=self.region,
-                )
-                _SESSIONS[self.region] = session
-            return session
-
-    def client(self, service: str) -> Any:
-        """A (cached, thread-safe) boto3 client for ``service`` pointed at the moto server."""
-        with self._clients_lock:
-            client = self._clients.get(service)
-            if client is None:
-                session = self.boto3_session()
-                with _SESSIONS_LOCK:
-                    client = session.client(service, endpoint_url=self.aws_endpoint)
-                self._clients[service] = client
-            return client
 
     def invoke(self, function_logical_id: str, event: Any) -> Any:
         """Invoke a function in-process and return its result.
@@ -443,73 +345,6 @@ class LocalCloud:
         with self._executions_cond:
             return sorted(self._executions)
 
-    # ------------------------------------------------------------------ engine (for patches)
-    def invoke_async(self, function_name: str, event: Any) -> None:
-        """InvocationType=Event: Lambda's asynchronous invocation on a worker thread."""
-        executor, invoker = self._executor, self._invoker
-        if executor is None or invoker is None:
-            return
-        try:
-            function = self.lambdas.find(function_name)
-        except FunctionNotFound:
-            LOG.warning("asynchronous invocation of %s dropped: not a function of the template",
-                        function_name)
-            return
-        token = self.activity.begin("invoke", function_name)
-
-        def run() -> None:
-            try:
-                invoker.run(function, event)
-            except Exception:
-                LOG.exception("asynchronous invocation of %s failed", function_name)
-            finally:
-                self.activity.end("invoke", token)
-
-        try:
-            executor.submit(run)
-        except RuntimeError:
-            self.activity.end("invoke", token)
-
-    def execution_started(self, execution: Any) -> None:
-        if execution is None:
-            return
-        with self._executions_cond:
-            self._executions[execution.exec_arn] = execution
-        self._emit_status(execution)
-
-    def execution_ended(self, execution: Any) -> None:
-        self._emit_status(execution)
-        with self._executions_cond:
-            self._executions.pop(execution.exec_arn, None)
-            self._executions_cond.notify_all()
-
-    def execution_crashed(self, execution: Any, error: BaseException) -> None:
-        if execution is None:
-            return
-        from moto.stepfunctions.parser.api import ExecutionStatus
-
-        if execution.exec_status == ExecutionStatus.RUNNING:
-            execution.exec_status = ExecutionStatus.FAILED
-            execution.error = "States.Runtime"
-            execution.cause = f"{type(error).__name__}({error})"
-            execution.stop_date = self.clock.now()
-            self.execution_ended(execution)
-
-    def _emit_status(self, execution: Any) -> None:
-        if self._stopping or self._delivery is None:
-            return
-        if "EXPRESS" in str(getattr(execution, "sm_type", "") or "").upper():
-            return  # AWS emits status-change events for Standard workflows only
-        try:
-            self._delivery.put_event(
-                source="aws.states",
-                detail_type=EXECUTION_STATUS_CHANGE,
-                detail=execution_status_detail(execution),
-                resources=[execution.exec_arn],
-            )
-        except Exception:
-            LOG.exception("cannot emit the status event of %s", execution.exec_arn)
-
     # ------------------------------------------------------------------ internals
     @property
     def faults(self) -> Faults:
@@ -565,97 +400,6 @@ class LocalCloud:
             routes.update(self.emulation.admin_routes())
         return routes
 
-    def _start_moto(self) -> None:
-        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-
-        # moto's ThreadedMotoServer binds inside its thread and hangs if the port is taken;
-        # binding here makes a bad port an immediate error.
-        assert self.emulation is not None
-        # EKS and HyperPod operations go to the emulators; every other request to moto.
-        app = self.emulation.wrap(DomainDispatcherApplication(create_backend_app))
-        if self._aws_port:
-            ports = [self._aws_port]
-        else:
-            ports = [p for p in (_last_aws_port, 0) if p is not None]
-        server = None
-        for index, port in enumerate(ports):
-            try:
-                server = make_server("127.0.0.1", port, app, threaded=True,
-                                     request_handler=_quiet_moto_handler())
-                break
-            except OSError:
-                if index == len(ports) - 1:
-                    raise
-        assert server is not None
-        self._moto = server
-        self._moto_thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": _POLL_INTERVAL},
-            name="moto-server", daemon=True,
-        )
-        self._moto_thread.start()
-
-    def _stop_moto(self) -> None:
-        if self._moto is not None:
-            self._moto.shutdown()
-            self._moto.server_close()
-            if self._moto_thread is not None:
-                self._moto_thread.join()
-            self._moto = None
-            self._moto_thread = None
-
-    def _set_environment(self) -> None:
-        values: dict[str, str | None] = {
-            "AWS_ENDPOINT_URL": self.aws_endpoint,
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
-            "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
-            "AWS_SESSION_TOKEN": None,
-            "AWS_SECURITY_TOKEN": None,
-            "AWS_PROFILE": None,
-            "AWS_DEFAULT_PROFILE": None,
-            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": None,
-            "AWS_DEFAULT_REGION": self.region,
-            "AWS_REGION": self.region,
-            # moto's Step Functions interpreter builds its clients against localhost:MOTO_PORT.
-            "MOTO_PORT": str(self.aws_port),
-            # moto's EC2 would load thousands of public AMIs at every cloud's start (a tenth of
-            # the time of a short test); nothing here launches EC2 instances.
-            "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
-            "POWERTOOLS_TRACE_DISABLED": "true",
-        }
-        # A service-specific endpoint would bypass the moto server.
-        for key in os.environ:
-            if key.startswith("AWS_ENDPOINT_URL_"):
-                values[key] = None
-        for key, value in values.items():
-            self._saved_env[key] = os.environ.get(key)
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-    def _restore_environment(self) -> None:
-        for key, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        self._saved_env.clear()
-
-    def _use_virtual_time_in_domain(self) -> None:
-        try:
-            module = importlib.import_module("hypd.clock")
-        except ImportError:
-            return
-        set_source = getattr(module, "set_source", None)
-        if callable(set_source):
-            set_source(self.clock.now)
-            self._hypd_clock = set_source
-
-    def _restore_domain_time(self) -> None:
-        if self._hypd_clock is not None:
-            self._hypd_clock(None)
-            self._hypd_clock = None
-
     def _choose_api(self) -> Any:
         apis = self.stack.apis
         if not apis:
@@ -670,35 +414,3 @@ class LocalCloud:
             LOG.warning("the template has several APIs (%s); serving %s", ", ".join(apis),
                         next(iter(apis)))
         return next(iter(apis.values()))
-
-    def _abort_running_executions(self) -> None:
-        with self._executions_cond:
-            running = list(self._executions.values())
-        for execution in running:
-            try:
-                execution.stop(stop_date=self.clock.now(), error=None, cause=None)
-            except Exception:
-                LOG.exception("cannot abort %s", getattr(execution, "exec_arn", execution))
-
-
-def _quiet_moto_handler() -> type[Any]:
-    """moto's request handler without werkzeug's one-line-per-request access log."""
-    from moto.moto_server.werkzeug_app import MotoRequestHandler
-
-    class QuietMotoRequestHandler(MotoRequestHandler):
-        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-            LOG.debug("moto %s %s %s", self.command, self.path, code)
-
-    return QuietMotoRequestHandler
-
-
-def _reset_moto() -> None:
-    """Forget every moto resource (all services, accounts, Regions)."""
-    from moto.core.base_backend import BackendDict
-    from moto.core.model_instances import reset_model_data
-    from moto.stepfunctions.parser.utils import TMP_THREADS
-
-    BackendDict.reset()
-    reset_model_data()
-    # moto keeps every interpreter thread it ever started in this list.
-    TMP_THREADS[:] = [thread for thread in TMP_THREADS if thread.is_alive()]

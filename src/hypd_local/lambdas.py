@@ -13,6 +13,10 @@ so no import changes the environment while another function runs.
 
 A handler exception becomes the Lambda error payload (``errorType`` = the exception class name),
 so Step Functions' Retry/Catch match the same names as on AWS.
+
+One module, a little over 400 lines, on purpose: finding, importing and invoking a handler (the
+import lock, the environment applied while importing, the concurrency slot, the signing
+identity, the error payload) are one sequence whose invariants hold only together.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -76,3 +77,18 @@ def test_local_up_serves_until_stopped() -> None:
     assert "hypd local kubeconfig TAG --output kubeconfig" in printed
     assert "export AWS_ENDPOINT_URL_STS=http://127.0.0.1:" in printed
     assert "Stopped." in printed
+
+
+@pytest.mark.parametrize("command", [["local", "up", "--port", "0"], ["local", "demo"]])
+def test_without_the_local_extra_the_cli_says_to_install_it(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a Python where moto cannot be imported (hypd installed without its `local` extra)
+    monkeypatch.setitem(sys.modules, "moto", None)
+
+    # Then the command exits with a usage error naming what to install, no traceback
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "moto" in err
+    assert "pip install 'hypd[local]'" in err
+    assert "Traceback" not in err

@@ -19,6 +19,9 @@ from hypd_local.emulator.errors import (
     ResourceNotFoundException,
     UnsupportedAvailabilityZoneException,
 )
+from hypd_local.emulator.service import Clock, OffsetPages
+
+__all__ = ["PAGES", "AccessDecision", "Clock", "EksDurations", "Emit", "PolicyGrant"]
 
 _NODE_USERNAMES = {
     "FARGATE_LINUX": "system:node:{{SessionName}}",
@@ -60,10 +63,6 @@ def _unsupported_zone(name: str, zone: str, valid_zones: Sequence[str]) -> AwsEr
 
 
 # --------------------------------------------------------------------------- public types
-
-
-class Clock(Protocol):
-    def now(self) -> datetime: ...
 
 
 class Emit(Protocol):
@@ -200,24 +199,15 @@ class _Cluster:
 # --------------------------------------------------------------------------- helpers
 
 
-def _page(
-    items: Sequence[Any], max_results: int | None, token: str | None
-) -> tuple[list[Any], str | None]:
-    """Offset pagination with an opaque token (InvalidParameterException on a foreign token)."""
-    start = 0
-    if token:
-        try:
-            start = int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise _invalid_parameter("The nextToken provided is invalid.") from exc
-        if start < 0 or start > len(items):
-            raise _invalid_parameter("The nextToken provided is invalid.")
-    size = max_results or 100
-    chunk = list(items[start : start + size])
-    end = start + len(chunk)
-    if end < len(items):
-        return chunk, base64.urlsafe_b64encode(json.dumps({"offset": end}).encode()).decode()
-    return chunk, None
+PAGES = OffsetPages(
+    encode=lambda offset: base64.urlsafe_b64encode(
+        json.dumps({"offset": offset}).encode()).decode(),
+    decode=lambda token: int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"]),
+    invalid=lambda: _invalid_parameter("The nextToken provided is invalid."),
+    size_member="maxResults",
+    next_member="nextToken",
+)
+"""EKS's pagination: an opaque offset token (InvalidParameterException on a foreign one)."""
 
 
 def _hex(seed: str, length: int) -> str:

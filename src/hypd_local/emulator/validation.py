@@ -15,6 +15,10 @@ for EKS) in AWS's wording::
 Member paths use the model's member names, ``[i]`` for list items and ``[key]`` for map values.
 (AWS's own messages use lower-camel names and ``.member.N``; the path format here is chosen to be
 readable and unambiguous.)
+
+One module, a little over 400 lines, on purpose: the walk over a shape, the Java-regex
+translation and the exclusive-member rules produce one list of violations in AWS's order and
+wording, and read best side by side.
 """
 
 from __future__ import annotations

@@ -1,0 +1,184 @@
+"""How EKS and SageMaker HyperPod requests name their resources: clusters, add-ons, access
+entries, HyperPod clusters with their instance groups and the EKS cluster they act on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hypd_local.iam.checks import MISSING_FROM_SAR, Check, Target
+from hypd_local.iam.resolver_base import (
+    HYPERPOD_SERVICE_LINKED_ROLE,
+    _tags,
+    pass_role,
+)
+from hypd_local.iam.sar import reference
+from hypd_local.iam.world import World
+
+
+def _eks_cluster_target(w: World, name: str) -> Target:
+    arn, tags = w.eks_cluster(name)
+    return Target(arn, "cluster", tags=tags)
+
+
+def _eks_resource_target(w: World, arn: str) -> Target | None:
+    sar_action = reference().action("eks:TagResource")
+    assert sar_action is not None
+    for resource_type in sar_action.resource_types:
+        if resource_type.describes(arn):
+            return Target(arn, resource_type.name)
+    return None
+
+
+def _eks(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
+    action = f"eks:{op}"
+    if op == "CreateCluster":
+        access = p.get("accessConfig") or {}
+        keys: dict[str, list[str]] = {}
+        if access.get("authenticationMode"):
+            keys["eks:authenticationMode"] = [str(access["authenticationMode"])]
+        if "bootstrapClusterCreatorAdminPermissions" in access:
+            keys["eks:bootstrapClusterCreatorAdminPermissions"] = [
+                "true" if access["bootstrapClusterCreatorAdminPermissions"] else "false"]
+        named = w.arn("eks", f"cluster/{p['name']}")
+        checks = [Check(action, (Target(request_tags=_tags(p.get("tags")), named=named),),
+                        keys=keys)]
+        checks.append(pass_role(w, str(p["roleArn"]), "eks.amazonaws.com"))
+        return checks
+    cluster = p.get("clusterName") or p.get("name")
+    if op in ("DescribeAccessEntry", "DeleteAccessEntry", "UpdateAccessEntry",
+              "AssociateAccessPolicy", "DisassociateAccessPolicy",
+              "ListAssociatedAccessPolicies") and cluster:
+        arn, tags = w.eks_access_entry(str(cluster), str(p["principalArn"]))
+        keys = {}
+        if p.get("policyArn"):
+            keys["eks:policyArn"] = [str(p["policyArn"])]
+        scope = p.get("accessScope") or {}
+        if scope.get("type"):
+            keys["eks:accessScope"] = [str(scope["type"])]
+        if scope.get("namespaces"):
+            keys["eks:namespaces"] = [str(n) for n in scope["namespaces"]]
+        return [Check(action, (Target(arn, "access-entry", tags=tags),), keys=keys)]
+    if op in ("DescribeAddon", "DeleteAddon", "UpdateAddon") and cluster:
+        arn, tags = w.eks_addon(str(cluster), str(p["addonName"]))
+        checks = [Check(action, (Target(arn, "addon", tags=tags),))]
+        if op == "UpdateAddon" and p.get("serviceAccountRoleArn"):
+            checks.append(pass_role(w, str(p["serviceAccountRoleArn"]), "eks.amazonaws.com"))
+        return checks
+    if op in ("TagResource", "UntagResource", "ListTagsForResource"):
+        target = _eks_resource_target(w, str(p.get("resourceArn", "")))
+        if target is None:
+            return None
+        request_tags = _tags(p.get("tags")) if op == "TagResource" else None
+        return [Check(action, (Target(target.arn, target.type, request_tags=request_tags),))]
+    if not cluster:
+        return None
+    target = _eks_cluster_target(w, str(cluster))
+    if op == "CreateAccessEntry":
+        keys = {"eks:principalArn": [str(p["principalArn"])],
+                "eks:accessEntryType": [str(p.get("type") or "STANDARD")]}
+        if p.get("username"):
+            keys["eks:username"] = [str(p["username"])]
+        if p.get("kubernetesGroups"):
+            keys["eks:kubernetesGroups"] = [str(g) for g in p["kubernetesGroups"]]
+        return [Check(action, (Target(target.arn, "cluster", tags=target.tags,
+                                      request_tags=_tags(p.get("tags"))),), keys=keys)]
+    if op == "CreateAddon":
+        checks = [Check(action, (Target(target.arn, "cluster", tags=target.tags,
+                                        request_tags=_tags(p.get("tags"))),))]
+        if p.get("serviceAccountRoleArn"):
+            checks.append(pass_role(w, str(p["serviceAccountRoleArn"]), "eks.amazonaws.com"))
+        for association in p.get("podIdentityAssociations") or []:
+            checks.append(Check("eks:CreatePodIdentityAssociation",
+                                (Target(target.arn, "cluster", tags=target.tags),)))
+            checks.append(pass_role(w, str(association["roleArn"]), "pods.eks.amazonaws.com"))
+        return checks
+    if op == "CreatePodIdentityAssociation":
+        return [Check(action, (Target(target.arn, "cluster", tags=target.tags,
+                                      request_tags=_tags(p.get("tags"))),)),
+                pass_role(w, str(p["roleArn"]), "pods.eks.amazonaws.com")]
+    sar_action = reference().action(action)
+    if sar_action is not None and "cluster" in {t.name for t in sar_action.resource_types}:
+        return [Check(action, (target,))]
+    return None
+
+
+def _sagemaker_cluster(w: World, name: str) -> Target:
+    arn, tags = w.hyperpod_cluster(name)
+    return Target(arn, "cluster", tags=tags)
+
+
+def _group_checks(w: World, groups: Iterable[Mapping[str, Any]]) -> tuple[list[Check],
+                                                                          list[Target]]:
+    passes: list[Check] = []
+    plans: list[Target] = []
+    for group in groups:
+        if group.get("ExecutionRole"):
+            passes.append(pass_role(w, str(group["ExecutionRole"]), "sagemaker.amazonaws.com"))
+        if group.get("TrainingPlanArn"):
+            plans.append(Target(w.training_plan(str(group["TrainingPlanArn"])),
+                                "training-plan"))
+    return passes, plans
+
+
+def _hyperpod_on_eks(w: World, eks_arn: str) -> list[Check]:
+    """What HyperPod's CreateCluster does on the EKS cluster with its caller's permissions:
+    read it, and give its service-linked role an access entry there."""
+    name = eks_arn.rsplit("/", 1)[-1]
+    cluster = _eks_cluster_target(w, name)
+    service, role_name = HYPERPOD_SERVICE_LINKED_ROLE
+    principal = w.directory.service_linked_role_arn(service, role_name)
+    entry_arn, entry_tags = w.eks_access_entry(name, principal)
+    entry = Target(entry_arn, "access-entry", tags=entry_tags)
+    return [
+        Check("eks:DescribeCluster", (cluster,)),
+        Check("eks:CreateAccessEntry", (cluster,), keys={"eks:principalArn": [principal]}),
+        Check("eks:DescribeAccessEntry", (entry,)),
+        Check("eks:AssociateAccessPolicy", (entry,)),
+    ]
+
+
+def _sagemaker(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
+    action = f"sagemaker:{op}"
+    if op in ("CreateCluster", "UpdateCluster"):
+        groups = list(p.get("InstanceGroups") or [])
+        passes, plans = _group_checks(w, groups)
+        if p.get("ClusterRole"):
+            passes.append(pass_role(w, str(p["ClusterRole"]), "sagemaker.amazonaws.com"))
+        keys: dict[str, list[str]] = {}
+        types = sorted({str(g["InstanceType"]) for g in groups if g.get("InstanceType")})
+        if types:
+            keys["sagemaker:InstanceTypes"] = types
+        vpc = p.get("VpcConfig") or {}
+        if vpc.get("Subnets"):
+            keys["sagemaker:VpcSubnets"] = [str(s) for s in vpc["Subnets"]]
+        if vpc.get("SecurityGroupIds"):
+            keys["sagemaker:VpcSecurityGroupIds"] = [str(s) for s in vpc["SecurityGroupIds"]]
+        if op == "UpdateCluster":
+            cluster = _sagemaker_cluster(w, str(p["ClusterName"]))
+            return [Check(action, (cluster, *plans), keys=keys), *passes]
+        request_tags = _tags(p.get("Tags"))
+        created = Target(w.arn("sagemaker", "cluster/*"), "cluster", request_tags=request_tags)
+        checks = [Check(action, (created, *plans), keys=keys), *passes]
+        if request_tags:
+            checks.append(Check("sagemaker:AddTags", (created,)))
+        eks_arn = ((p.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn")
+        if eks_arn:
+            checks += _hyperpod_on_eks(w, str(eks_arn))
+        return checks
+    if op in ("ListTags", "AddTags", "DeleteTags"):
+        arn = str(p["ResourceArn"])
+        kind = "training-plan" if ":training-plan/" in arn else "cluster"
+        tags = w.hyperpod_cluster(arn)[1] if kind == "cluster" else None
+        applied = _tags(p.get("Tags")) if op == "AddTags" else None
+        return [Check(action, (Target(arn, kind, tags=tags, request_tags=applied),))]
+    if op == "DescribeTrainingPlan":
+        return [Check(action, (Target(w.training_plan(str(p["TrainingPlanName"])),
+                                      "training-plan"),))]
+    if "ClusterName" in p:
+        sar_action = reference().action(action)
+        known = (sar_action is not None and "cluster" in {t.name for t in
+                                                           sar_action.resource_types})
+        if known or action.lower() in MISSING_FROM_SAR:
+            return [Check(action, (_sagemaker_cluster(w, str(p["ClusterName"])),))]
+    return None

@@ -1,0 +1,194 @@
+"""CloudFormation: stacks authorised as their role, tagged and deleted as CloudFormation does.
+
+``Stack.create_resources`` / ``Stack.update``: the calls CloudFormation makes for each resource
+are authorised as the stack's role (hypd_local.iam.stacks); a denied one fails the resource and
+rolls the stack back. The EC2 resources get the stack's tags. ``ResourceMap.delete``: the EC2
+types moto's CloudFormation cannot delete (routes, associations, endpoints, NAT gateways,
+addresses, route tables, gateways) are deleted through the EC2 backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypd_local.iam.stacks import StackResource
+from hypd_local.patches.engine import active, replace
+
+
+def _stack_resources(stack: Any, names: list[str] | None = None) -> list[StackResource]:
+    """The stack's resources (or those named) in the order moto made them, properties
+    resolved; those moto skips (SecurityGroupEgress) last."""
+    from moto.cloudformation.parsing import clean_json
+
+    resource_map = stack.resource_map
+    template = stack.template_dict.get("Resources") or {}
+    made = [n for n in resource_map._parsed_resources if n in template]
+    ordered = made + [n for n in template if n not in made]
+    found = []
+    for name in ordered:
+        if names is not None and name not in names:
+            continue
+        declared = template[name]
+        try:
+            properties = clean_json(declared.get("Properties") or {}, resource_map)
+        except Exception:  # a reference moto could not resolve (a skipped resource)
+            properties = declared.get("Properties") or {}
+        physical = resource_map._parsed_resources.get(name)
+        found.append(StackResource(name, str(declared.get("Type")), properties,
+                                   getattr(physical, "physical_resource_id", None)))
+    return found
+
+
+def _resource_event(stack: Any, resource: str, rtype: str, status: str, reason: str) -> None:
+    from moto.cloudformation.models import Event
+
+    stack.events.append(Event(stack.stack_id, stack.name, resource, "", rtype, status, reason,
+                              None))
+
+
+# EC2 resources CloudFormation tags with the stack's tags: id prefixes
+_EC2_TAGGED_PREFIXES = frozenset({"vpc", "subnet", "rtb", "igw", "nat", "eipalloc", "sg",
+                                  "vpce"})
+
+
+def patch_cloudformation() -> None:
+    """moto makes a stack's resources in its backends, authorising nothing: the local cloud
+    authorises CloudFormation's calls for each (as the stack's role) afterwards, and a denied
+    one fails the resource and rolls the stack back, as on AWS (hypd_local.iam.stacks)."""
+    from moto.cloudformation import models, parsing
+
+    create_resources = models.Stack.create_resources
+    update = models.Stack.update
+
+    def refusal(stack: Any, names: list[str] | None) -> tuple[str, str] | None:
+        engine = active()
+        if engine is None:
+            return None
+        tags = {str(k): str(v) for k, v in (stack.tags or {}).items()}
+        return engine.stack_refusal(stack.role_arn, _stack_resources(stack, names), tags)
+
+    def tag_like_cloudformation(stack: Any) -> None:
+        # CloudFormation puts the stack's tags on every resource that takes tags; moto only
+        # on some EC2 types (not on Elastic IPs, for one).
+        from moto.ec2.models import ec2_backends
+
+        backend = ec2_backends[stack.account_id][stack.region_name]
+        tags = dict(stack.resource_map.tags)
+        for name, resource in list(stack.resource_map._parsed_resources.items()):
+            # an Elastic IP's physical id is its address; its tags are on its allocation
+            ident = (getattr(resource, "allocation_id", None) or getattr(resource, "id", None)
+                     or getattr(resource, "physical_resource_id", None))
+            declared = (stack.template_dict.get("Resources") or {}).get(name) or {}
+            if (isinstance(ident, str) and str(declared.get("Type", "")).startswith(
+                    "AWS::EC2::") and ident.split("-", 1)[0] in _EC2_TAGGED_PREFIXES):
+                backend.create_tags([ident], {**tags, "aws:cloudformation:logical-id": name})
+
+    def patched_create(self: Any) -> None:
+        create_resources(self)
+        tag_like_cloudformation(self)
+        refused = refusal(self, None)
+        if refused is None:
+            return
+        resource, reason = refused
+        rtype = str(self.template_dict["Resources"][resource].get("Type"))
+        # moto's last CREATE_COMPLETE event was never CloudFormation's
+        if self.events and self.events[-1].resource_status == "CREATE_COMPLETE":
+            self.events.pop()
+        _resource_event(self, resource, rtype, "CREATE_FAILED", reason)
+        self._add_stack_event("ROLLBACK_IN_PROGRESS", resource_status_reason=(
+            f"The following resource(s) failed to create: [{resource}]. Rollback requested "
+            "by user."))
+        self.resource_map.delete()
+        # Nothing is left: no outputs (moto would make a resource again to read one).
+        self.resource_map._resource_json_map = {}
+        self.output_map = parsing.OutputMap(self.resource_map, {}, self.stack_id)
+        self.status = "ROLLBACK_COMPLETE"
+        self._add_stack_event("ROLLBACK_COMPLETE")
+
+    def patched_update(self: Any, template: str, role_arn: str | None = None,
+                       parameters: dict[str, Any] | None = None,
+                       tags: dict[str, str] | None = None) -> None:
+        before_template, before_role = self.template, self.role_arn
+        before = set(self.template_dict.get("Resources") or {})
+        update(self, template, role_arn, parameters, tags)
+        tag_like_cloudformation(self)
+        added = [n for n in self.template_dict.get("Resources") or {} if n not in before]
+        refused = refusal(self, added) if added else None
+        if refused is None:
+            return
+        resource, reason = refused
+        rtype = str(self.template_dict["Resources"][resource].get("Type"))
+        _resource_event(self, resource, rtype, "CREATE_FAILED", reason)
+        self._add_stack_event("UPDATE_ROLLBACK_IN_PROGRESS", resource_status_reason=(
+            f"The following resource(s) failed to create: [{resource}]."))
+        # Back to the template before: moto removes what the update added (its own events
+        # of that inner update are not CloudFormation's).
+        kept = len(self.events)
+        update(self, before_template, before_role, parameters, None)
+        del self.events[kept:]
+        self.status = "UPDATE_ROLLBACK_COMPLETE"
+        self._add_stack_event("UPDATE_ROLLBACK_COMPLETE")
+
+    replace(models.Stack, "create_resources", patched_create)
+    replace(models.Stack, "update", patched_update)
+    replace(parsing.ResourceMap, "delete", _delete_stack_resources)
+
+
+def _delete_ec2_resource(resource_map: Any, name: str) -> None:
+    """Delete one resource of a stack; the EC2 types moto's CloudFormation cannot delete
+    through the EC2 backend, the others as moto does."""
+    from moto.cloudformation.parsing import clean_json
+    from moto.ec2.models import ec2_backends
+
+    declared = resource_map._resource_json_map[name]
+    kind = str(declared.get("Type"))
+    resource = resource_map._parsed_resources.get(name)
+    ec2 = ec2_backends[resource_map._account_id][resource_map._region_name]
+    props = clean_json(declared.get("Properties") or {}, resource_map)
+    ident = str(getattr(resource, "id", None) or getattr(resource, "physical_resource_id", ""))
+    if kind == "AWS::EC2::Route":
+        ec2.delete_route(props["RouteTableId"], props.get("DestinationCidrBlock"))
+    elif kind == "AWS::EC2::SubnetRouteTableAssociation":
+        table = ec2.get_route_table(props["RouteTableId"])
+        for association, subnet in list(table._associations.items()):
+            if subnet == props["SubnetId"]:
+                ec2.disassociate_route_table(association)
+    elif kind == "AWS::EC2::VPCGatewayAttachment":
+        ec2.detach_internet_gateway(props["InternetGatewayId"], props["VpcId"])
+    elif kind == "AWS::EC2::VPCEndpoint":
+        ec2.delete_vpc_endpoints([ident])
+    elif kind == "AWS::EC2::NatGateway":
+        ec2.delete_nat_gateway(ident)
+    elif kind == "AWS::EC2::EIP":
+        ec2.release_address(allocation_id=getattr(resource, "allocation_id", None))
+    elif kind == "AWS::EC2::RouteTable":
+        ec2.delete_route_table(ident)
+    elif kind == "AWS::EC2::InternetGateway":
+        ec2.delete_internet_gateway(ident)
+    elif kind in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
+        return  # rules go with their group
+    elif resource is not None and not isinstance(resource, str):
+        resource_map._delete_resource(resource, declared)
+
+
+def _delete_stack_resources(self: Any) -> None:
+    """moto's ResourceMap.delete, for the EC2 resources it cannot delete too: newest first,
+    again while a pass deletes anything (a dependency may need another's deletion first)."""
+    names = [n for n in self._parsed_resources if n in self._resource_json_map
+             and self._resource_json_map[n].get("DeletionPolicy") != "Retain"]
+    remaining = list(reversed(names))
+    last: Exception | None = None
+    while remaining:
+        progress = False
+        for name in list(remaining):
+            try:
+                _delete_ec2_resource(self, name)
+            except Exception as exc:  # a dependency not deleted yet: next pass
+                last = exc
+            else:
+                remaining.remove(name)
+                self._parsed_resources.pop(name, None)
+                progress = True
+        if not progress:
+            assert last is not None
+            raise last
