@@ -32,6 +32,7 @@ from hypd.config import CreateTaskSettings
 from hypd.create import addons, chart, control_plane, hyperpod, network_stack, storage, verify
 from hypd.errors import OperationStateError
 from hypd.instance_groups import placement
+from hypd.instance_groups.nodes import check_interval, verification_timeout
 from hypd.kubernetes import TokenCache
 from hypd.kubernetes.apply import AppliedObject, apply_manifests, check_rollout
 from hypd.kubernetes.client import ClusterAccess
@@ -468,7 +469,7 @@ def build_router(services: CreateServices) -> TaskRouter:
                 return {**poll_result(True), **dump(result)}
             waited = elapsed(operation, "verify")
             # Deep health checks hold nodes Unschedulable for 60-90 minutes after they boot.
-            deadline = verify.verification_timeout(
+            deadline = verification_timeout(
                 verify.VERIFY_TIMEOUT,
                 deep_health_checks=any(g.deep_health_checks for g in resolved.instance_groups),
             )
@@ -478,7 +479,7 @@ def build_router(services: CreateServices) -> TaskRouter:
                     details={"problems": result.problems,
                              "timeoutSeconds": int(deadline.total_seconds())},
                 )
-            return poll_result(False, verify.check_interval(waited))
+            return poll_result(False, check_interval(waited))
 
         answer = step(task, "verify", work, start=start, complete=ready, summarize=summary)
         return poll_result(True) if answer["ready"] else answer
