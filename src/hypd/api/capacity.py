@@ -60,8 +60,8 @@ from hypd.clusters.create_request import (
     TrainingPlanCapacity,
     catalog_error,
     hyperpod_cluster_name,
-    validate_group_against_catalog,
 )
+from hypd.create.validate import validate_group_against_catalog
 from hypd.errors import AwsResourceNotFound, ConflictError, NotFoundError
 from hypd.instance_groups.errors import (
     InstanceGroupExists,

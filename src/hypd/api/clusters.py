@@ -13,12 +13,10 @@ from hypd.api.catalog import catalog_for_create
 from hypd.api.errors import ERROR_RESPONSES, accepted_response, json_response
 from hypd.api.models import ClusterList, ClusterView, DiscoverRequest, OperationAccepted
 from hypd.api.services import ApiServices
-from hypd.clusters.create_request import (
-    CreateClusterRequest,
-    validate_against_catalog,
-)
+from hypd.clusters.create_request import CreateClusterRequest
 from hypd.clusters.models import CLUSTER_TAG_PATTERN
 from hypd.create.start import orphaned_create_of, start_create
+from hypd.create.validate import validate_against_catalog
 from hypd.operations.models import OperationKind
 from hypd.operations.starter import new_operation
 
