@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from hypd.config import CreateTaskSettings
-from hypd.create.tasks import build_router
+from hypd.create.tasks import router
 from hypd.observability import task_handler
 from hypd.wiring import create as wiring
 
 SETTINGS = CreateTaskSettings.from_env()
 
-handler = task_handler(build_router(wiring.services(SETTINGS)))
+handler = task_handler(router.bind(wiring.services(SETTINGS)))

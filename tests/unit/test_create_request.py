@@ -1,4 +1,5 @@
-"""POST /clusters body: request models and catalogue checks (hypd.clusters.create_request)."""
+"""POST /clusters body: request models (hypd.clusters.create_request) and catalogue checks
+(hypd.create.validate)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ from hypd.clusters.create_request import (
     TaintEffect,
     eks_cluster_name,
     hyperpod_cluster_name,
-    validate_against_catalog,
 )
+from hypd.create.validate import validate_against_catalog
 from hypd.errors import ValidationError
 
 ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from hypd.capacity.requests import AddInstanceGroupRequest, UpdateInstanceGroupRequest
-from hypd.clusters.create_request import InstanceGroupRequest
-from hypd.instance_groups.fields import BY_NAME, GROUP_FIELDS, MUTABLE_FIELDS
+from hypd.clusters.create_request import CREATE_TIME_ONLY, InstanceGroupRequest
+from hypd.instance_groups.fields import BY_NAME, GROUP_FIELDS, MUTABLE_FIELDS, create_time_only
 from hypd.instance_groups.normalise import (
     FIXED_MEMBERS,
     MUTABLE_MEMBERS,
@@ -46,3 +46,19 @@ def test_count_labels_and_taints_are_mutable_and_the_capacity_decision_is_not() 
     assert set(MUTABLE_FIELDS) == {"count", "minCount", "labels", "taints"}
     for name in ("instanceType", "capacity", "efaOnly", "executionRole", "threadsPerCore"):
         assert not BY_NAME[name].mutable
+
+
+def test_the_request_models_say_why_each_create_time_field_is_with_the_catalogues_reason() -> None:
+    # Given the group body of POST /clusters (models that do not import the catalogue)
+    marked = {
+        field.alias or name: field
+        for name, field in InstanceGroupRequest.model_fields.items()
+        if field.json_schema_extra == CREATE_TIME_ONLY
+    }
+    # Then exactly its create-time fields are marked, each described with the catalogue's reason
+    assert set(marked) == {
+        alias for alias in _aliases(InstanceGroupRequest) if not BY_NAME[alias].mutable
+    }
+    for alias, field in marked.items():
+        assert field.description is not None
+        assert field.description.endswith(create_time_only(alias)), alias

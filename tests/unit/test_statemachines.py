@@ -17,8 +17,7 @@ import hypd
 from hypd import errors
 from hypd.capacity.tasks import CapacityServices
 from hypd.capacity.tasks import build_router as capacity_router
-from hypd.create.tasks import CreateServices
-from hypd.create.tasks import build_router as create_router
+from hypd.create.tasks import router as create_router
 from hypd.discovery.tasks import router as discover_router
 from hypd.operations.tasks import router as operation_tasks_router
 from hypd.tasks import TaskRouter
@@ -233,17 +232,7 @@ def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
     unused: Any = object()
     by_function = {
         "OperationTasksFunction": operation_tasks_router,
-        "ClusterTasksFunction": create_router(
-            CreateServices(
-                operations=unused,
-                clusters=unused,
-                locks=unused,
-                waiters=unused,
-                client=unused,
-                settings=unused,
-                tokens=unused,
-            )
-        ),
+        "ClusterTasksFunction": create_router,
         "CapacityTasksFunction": capacity_router(
             CapacityServices(
                 operations=unused,

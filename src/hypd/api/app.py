@@ -44,11 +44,11 @@ class HypdApp(ApiResolver):
 
 def build_app(services: ApiServices) -> HypdApp:
     app = HypdApp(services)
-    app.include_router(clusters.build_router(services))
+    app.include_router(clusters.router)
     app.include_router(operations.router)
-    app.include_router(catalog.build_router(services))
+    app.include_router(catalog.router)
     app.include_router(capacity.build_router(services))
-    app.include_router(health.build_router(services))
+    app.include_router(health.router)
     register_error_handlers(app)
     return app
 

@@ -20,7 +20,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel
 
 from hypd import clock
-from hypd.api.catalog import catalog_for_groups
 from hypd.api.errors import ERROR_RESPONSES, accepted_response, json_response
 from hypd.api.models import (
     AutoscalingUnchanged,
@@ -60,8 +59,9 @@ from hypd.clusters.create_request import (
     TrainingPlanCapacity,
     catalog_error,
     hyperpod_cluster_name,
-    validate_group_against_catalog,
 )
+from hypd.create.catalog import catalog_for_groups
+from hypd.create.validate import validate_group_against_catalog
 from hypd.errors import AwsResourceNotFound, ConflictError, NotFoundError
 from hypd.instance_groups.errors import (
     InstanceGroupExists,

@@ -13,7 +13,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hypd.catalog.instance_types import ZONE_NAME_PATTERN
-from hypd.catalog.models import TrainingPlan
+from hypd.catalog.models import TrainingPlan, plan_available
 from hypd.clusters.create_request import (
     INSTANCE_COUNT_MAX,
     INSTANCE_COUNT_MIN,
@@ -25,7 +25,6 @@ from hypd.clusters.create_request import (
     Taint,
     TrainingPlanCapacity,
     kubernetes_problems,
-    plan_available,
     raise_at,
 )
 from hypd.clusters.models import Cluster, ClusterSource, ClusterStatus

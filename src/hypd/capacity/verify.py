@@ -14,12 +14,12 @@ from datetime import timedelta
 from typing import Any
 
 from hypd.capacity.live import LiveCluster
-from hypd.create.verify import CHECK_SECONDS as CHECK_SECONDS
-from hypd.create.verify import DEEP_HEALTH_CHECKS as DEEP_HEALTH_CHECKS
-from hypd.create.verify import NodeView, node_view
-from hypd.create.verify import check_interval as check_interval
-from hypd.create.verify import verification_timeout as verification_timeout
 from hypd.errors import PermanentError
+from hypd.instance_groups.nodes import CHECK_SECONDS as CHECK_SECONDS
+from hypd.instance_groups.nodes import DEEP_HEALTH_CHECKS as DEEP_HEALTH_CHECKS
+from hypd.instance_groups.nodes import NodeView, node_view
+from hypd.instance_groups.nodes import check_interval as check_interval
+from hypd.instance_groups.nodes import verification_timeout as verification_timeout
 from hypd.instance_groups.views import described_labels, described_taints
 
 NODE_PREFIX = "hyperpod-"

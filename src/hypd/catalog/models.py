@@ -91,3 +91,12 @@ class TrainingPlan:
         return sorted(
             {rc.availability_zone for rc in self.reserved_capacities if rc.availability_zone}
         )
+
+
+def plan_available(plan: TrainingPlan) -> int | None:
+    """The plan's instances free for new use (None when the plan does not say)."""
+    if plan.available_instance_count is not None:
+        return plan.available_instance_count
+    if plan.total_instance_count is not None:
+        return plan.total_instance_count - (plan.in_use_instance_count or 0)
+    return None

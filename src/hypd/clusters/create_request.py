@@ -1,25 +1,23 @@
-"""The body of ``POST /clusters`` and its validation against the catalogue (issue 4, item 2).
+"""The body of ``POST /clusters``: the request models, what validation resolves them to, and
+the names a created cluster's resources get.
 
-Two layers, both pure (no boto3 calls):
-
-* The pydantic models check everything a request can be judged on by itself: name patterns and
-  lengths taken from botocore's SageMaker and EKS models, Kubernetes label and taint syntax, count
-  ranges, unique group names, exactly one storage kind, no taints with deep health checks. Their
-  errors carry the exact location (``instanceGroups[1].name``) like any pydantic error.
-* :func:`validate_against_catalog` checks the request against what the account and Region offer
-  (zones, per-zone instance-type offerings, instance-type facts, training plans), collects every
-  problem and raises one :class:`hypd.errors.ValidationError` naming each field; on success it
-  returns a :class:`ResolvedCreate` whose zone is always set (taken from a training plan when the
-  request gave none) and whose groups carry their resolved capacity.
+The pydantic models check everything a request can be judged on by itself: name patterns and
+lengths taken from botocore's SageMaker and EKS models, Kubernetes label and taint syntax, count
+ranges, unique group names, exactly one storage kind, no taints with deep health checks. Their
+errors carry the exact location (``instanceGroups[1].name``) like any pydantic error. The check
+against what the account and Region offer (zones, offerings, instance-type facts, training
+plans), which resolves a request into a :class:`ResolvedCreate`, is the create capability's:
+`hypd.create.validate`; its problems become one 400 here (`Problem`, `catalog_error`).
 
 The instance-group model is shared with the capacity routes of issue 6 (a group body there has the
-shape of an ``instanceGroups`` item here).
+shape of an ``instanceGroups`` item here). These are models: they import nothing above
+`hypd.catalog`'s instance-type names and `hypd.errors`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
@@ -34,12 +32,11 @@ from pydantic import (
     model_validator,
 )
 from pydantic import ValidationError as PydanticValidationError
+from pydantic.config import JsonDict
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from hypd.catalog.instance_types import ZONE_NAME_PATTERN, hyperpod_instance_types
-from hypd.catalog.models import InstanceTypeFacts, TrainingPlan
 from hypd.errors import ValidationError
-from hypd.instance_groups.fields import CREATE_TIME_ONLY, create_time_only
 
 # ---------------------------------------------------------------------------- limits (botocore)
 NAME_PREFIX = "hypd-"
@@ -88,8 +85,6 @@ DEFAULT_KUBERNETES_VERSION = HYPERPOD_KUBERNETES_VERSIONS[-1]
 """What a create without ``kubernetesVersion`` gets: the newest version HyperPod supports, not
 EKS's own default, which can move past HyperPod's list."""
 
-USABLE_TRAINING_PLAN_STATUSES = frozenset({"Active", "Scheduled"})
-
 # Kubernetes qualified names (label and taint keys): an optional DNS-1123 subdomain prefix
 # (<= 253) and "/", then a name of <= 63 characters.
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -108,6 +103,28 @@ def eks_cluster_name(tag: str) -> str:
 def hyperpod_cluster_name(tag: str) -> str:
     """The HyperPod cluster a created cluster gets: ``hypd-{tag}``."""
     return f"{NAME_PREFIX}{tag}"
+
+
+# ---------------------------------------------------------------------------- create-time fields
+CREATE_TIME_ONLY: JsonDict = {"x-hypd-create-time-only": True}
+"""The OpenAPI extension on a group field a PATCH cannot change."""
+
+_CREATE_TIME_REASONS: Mapping[str, str] = {
+    "name": "it names the group; a new name is a new group",
+    "instanceType": "it is fixed at creation",
+    "capacity": "it is fixed at creation",
+    "deepHealthChecks": "it is fixed at creation (not documented as changeable by UpdateCluster)",
+    "efaOnly": "it is fixed at creation",
+    "dedicatedSubnet": "it is fixed at creation (not documented as changeable by UpdateCluster)",
+}
+"""Why a PATCH cannot change each create-time field of a group body: the reasons of the field
+catalogue (`hypd.instance_groups.fields`, which has them from the normaliser), written out here
+so that the models import nothing above them; a unit test holds the two to each other."""
+
+
+def _create_time_only(name: str) -> str:
+    """The description suffix of a create-time field (the catalogue's `create_time_only`)."""
+    return f" Create-time only: a PATCH cannot change it ({_CREATE_TIME_REASONS[name]})."
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -271,14 +288,14 @@ class InstanceGroupRequest(_Model):
         description=(
             "The group's name: 1-63 letters, digits and hyphens, starting and ending with a "
             "letter or digit (valid as a SageMaker InstanceGroupName and a Kubernetes label "
-            "value). Unique within the cluster." + create_time_only("name")
+            "value). Unique within the cluster." + _create_time_only("name")
         ),
         json_schema_extra=CREATE_TIME_ONLY,
     )
     instance_type: Annotated[str, AfterValidator(_check_instance_type)] = Field(
         alias="instanceType",
         description="A HyperPod ml.* type offered in the cluster's zone."
-        + create_time_only("instanceType"),
+        + _create_time_only("instanceType"),
         json_schema_extra=CREATE_TIME_ONLY,
     )
     count: int = Field(
@@ -287,7 +304,7 @@ class InstanceGroupRequest(_Model):
         description="Number of instances (0-6758, SageMaker's InstanceCount range).",
     )
     capacity: Capacity = Field(
-        description="How the group's instances are paid for." + create_time_only("capacity"),
+        description="How the group's instances are paid for." + _create_time_only("capacity"),
         json_schema_extra=CREATE_TIME_ONLY,
     )
     deep_health_checks: Annotated[list[DeepHealthCheck], AfterValidator(_unique)] = Field(
@@ -297,7 +314,7 @@ class InstanceGroupRequest(_Model):
         description=(
             "Deep health checks HyperPod runs when instances start (OnStartDeepHealthChecks). "
             "A group with deep health checks cannot have taints."
-            + create_time_only("deepHealthChecks")
+            + _create_time_only("deepHealthChecks")
         ),
         json_schema_extra=CREATE_TIME_ONLY,
     )
@@ -306,7 +323,7 @@ class InstanceGroupRequest(_Model):
         alias="efaOnly",
         description=(
             "EFA-only network interfaces; only for instance types with several network cards "
-            "and EFA." + create_time_only("efaOnly")
+            "and EFA." + _create_time_only("efaOnly")
         ),
         json_schema_extra=CREATE_TIME_ONLY,
     )
@@ -316,7 +333,7 @@ class InstanceGroupRequest(_Model):
         description=(
             "Place the group in its own compute subnet (which outlives the group and is reused "
             "by a successor) instead of the shared per-zone one."
-            + create_time_only("dedicatedSubnet")
+            + _create_time_only("dedicatedSubnet")
         ),
         json_schema_extra=CREATE_TIME_ONLY,
     )
@@ -555,379 +572,13 @@ class ResolvedCreate(_Model):
         return hyperpod_cluster_name(self.tag)
 
 
-# ---------------------------------------------------------------------------- catalogue checks
+# ---------------------------------------------------------------------------- problems
 @dataclass(frozen=True)
 class Problem:
+    """What is wrong with a request, at its field (``instanceGroups[1].count``)."""
+
     field: str
     message: str
-
-
-def _group(index: int, name: str = "") -> str:
-    return f"instanceGroups[{index}]" + (f".{name}" if name else "")
-
-
-def _names(values: Iterable[str]) -> str:
-    return ", ".join(sorted(values)) or "none"
-
-
-def plan_available(plan: TrainingPlan) -> int | None:
-    """The plan's instances free for new use (None when the plan does not say)."""
-    if plan.available_instance_count is not None:
-        return plan.available_instance_count
-    if plan.total_instance_count is not None:
-        return plan.total_instance_count - (plan.in_use_instance_count or 0)
-    return None
-
-
-def _plan_zones(plan: TrainingPlan, instance_type: str) -> set[str]:
-    """The zones of the plan's reserved capacities for ``instance_type`` (all, if none match)."""
-    zones = {
-        rc.availability_zone
-        for rc in plan.reserved_capacities
-        if rc.availability_zone and rc.instance_type == instance_type
-    }
-    return zones or set(plan.availability_zones)
-
-
-def _at(prefix: str, name: str) -> str:
-    """A field of a group, relative to the body: ``instanceGroups[1].count`` or ``count``."""
-    return f"{prefix}.{name}" if prefix else name
-
-
-def _usable_plan(
-    group: InstanceGroupRequest, prefix: str, training_plans: Mapping[str, TrainingPlan]
-) -> tuple[TrainingPlan | None, list[Problem]]:
-    """The group's training plan if it can be used (it exists and is Active or Scheduled),
-    with the problems found (its instance type not being the plan's is one)."""
-    assert isinstance(group.capacity, TrainingPlanCapacity)
-    arn_field = _at(prefix, "capacity.trainingPlanArn")
-    plan = training_plans.get(group.capacity.training_plan_arn)
-    if plan is None:
-        return None, [
-            Problem(
-                arn_field,
-                f"no training plan {group.capacity.training_plan_arn} in this account and "
-                "Region (see GET /catalog/training-plans)",
-            )
-        ]
-    if plan.status not in USABLE_TRAINING_PLAN_STATUSES:
-        return None, [
-            Problem(
-                arn_field,
-                f"training plan {plan.name} is {plan.status}; only Active or Scheduled "
-                "plans can be used",
-            )
-        ]
-    problems: list[Problem] = []
-    if group.instance_type not in plan.instance_types:
-        problems.append(
-            Problem(
-                _at(prefix, "instanceType"),
-                f"training plan {plan.name} reserves {_names(plan.instance_types)}, "
-                f"not {group.instance_type}",
-            )
-        )
-    return plan, problems
-
-
-def _zone_mismatch(plan: TrainingPlan, plan_zones: set[str], prefix: str, zone: str) -> Problem:
-    return Problem(
-        _at(prefix, "capacity.trainingPlanArn"),
-        f"training plan {plan.name} reserves capacity in {_names(plan_zones)}, "
-        f"not in the request's availabilityZone {zone}",
-    )
-
-
-def _zone_choice_needed(plan: TrainingPlan, plan_zones: set[str], prefix: str) -> Problem:
-    return Problem(
-        _at(prefix, "capacity.trainingPlanArn"),
-        f"training plan {plan.name} reserves capacity in {_names(plan_zones)}; "
-        "give availabilityZone to choose one",
-    )
-
-
-def _count_problem(
-    plan: TrainingPlan, prefix: str, count: int, wanted: int, shared: str = ""
-) -> Problem | None:
-    """Too many instances asked of the plan (`wanted`: by every group on it together)."""
-    available = plan_available(plan)
-    if available is None or wanted <= available:
-        return None
-    return Problem(
-        _at(prefix, "count"),
-        f"training plan {plan.name} has {available} instances available; this group asks "
-        f"for {count}{shared}",
-    )
-
-
-def _offering_problem(
-    group: InstanceGroupRequest,
-    prefix: str,
-    zone: str,
-    known_zones: set[str],
-    offerings: Mapping[str, set[str]],
-) -> Problem | None:
-    """A group not on a plan needs its type offered in its zone (a plan's capacity is checked
-    against the plan instead)."""
-    if isinstance(group.capacity, TrainingPlanCapacity) or zone in offerings.get(
-        group.instance_type, set()
-    ):
-        return None
-    offered = offerings.get(group.instance_type, set()) & known_zones
-    where = (
-        f"zones that offer it: {_names(offered)}" if offered else "no zone of this Region offers it"
-    )
-    return Problem(
-        _at(prefix, "instanceType"), f"{group.instance_type} is not offered in {zone}; {where}"
-    )
-
-
-def _efa_problem(
-    group: InstanceGroupRequest, prefix: str, facts: Mapping[str, InstanceTypeFacts]
-) -> Problem | None:
-    """EFA-only interfaces need several network cards and EFA."""
-    if not group.efa_only:
-        return None
-    fact = facts.get(group.instance_type)
-    cards = fact.maximum_network_cards if fact else None
-    if fact is not None and fact.efa_supported and (cards or 0) >= 2:
-        return None
-    why = (
-        "its network cards and EFA support are unknown"
-        if fact is None
-        else f"it has {cards or 1} network card(s) and "
-        f"{'supports' if fact.efa_supported else 'does not support'} EFA"
-    )
-    return Problem(
-        _at(prefix, "efaOnly"),
-        f"EFA-only interfaces need an instance type with several network cards and EFA; "
-        f"{group.instance_type}: {why}",
-    )
-
-
-def _unknown_zone(zone: str, known_zones: set[str]) -> Problem:
-    return Problem(
-        "availabilityZone",
-        f"{zone} is not an available Availability Zone of this Region "
-        f"(zones: {_names(known_zones)})",
-    )
-
-
-def validate_against_catalog(
-    request: CreateClusterRequest,
-    *,
-    zones: Sequence[str],
-    offerings: Mapping[str, set[str]],
-    facts: Mapping[str, InstanceTypeFacts],
-    training_plans: Mapping[str, TrainingPlan],
-) -> ResolvedCreate:
-    """Check ``request`` against the account's catalogue and resolve its zone and capacities.
-
-    Args:
-        zones: the names of the Region's available zones.
-        offerings: per HyperPod ``ml.*`` type, the zones that offer it.
-        facts: per ``ml.*`` type, EC2's facts about it (network cards, EFA).
-        training_plans: the account's training plans by ARN.
-
-    Raises:
-        ValidationError: every problem found, together; ``details.errors`` lists each as
-            ``{"field", "in": "body", "message"}`` and ``details.field`` names the first.
-    """
-    problems: list[Problem] = []
-    known_zones = set(zones)
-    zone = request.availability_zone
-    zone_known = zone is None or zone in known_zones
-    if zone is not None and not zone_known:
-        problems.append(_unknown_zone(zone, known_zones))
-
-    # Training plans: each usable plan pins its group to a zone.
-    plans: dict[int, TrainingPlan] = {}
-    for index, group in enumerate(request.instance_groups):
-        if isinstance(group.capacity, TrainingPlanCapacity):
-            plan, found = _usable_plan(group, _group(index), training_plans)
-            problems += found
-            if plan is not None:
-                plans[index] = plan
-
-    pinned: tuple[int, str] | None = None  # the first plan group and its zone
-    for index, plan in plans.items():
-        group = request.instance_groups[index]
-        arn_field = _group(index, "capacity.trainingPlanArn")
-        plan_zones = _plan_zones(plan, group.instance_type)
-        if zone is not None:
-            if zone_known and zone not in plan_zones:
-                problems.append(_zone_mismatch(plan, plan_zones, _group(index), zone))
-            continue
-        if len(plan_zones) != 1:
-            problems.append(_zone_choice_needed(plan, plan_zones, _group(index)))
-            continue
-        (plan_zone,) = plan_zones
-        if pinned is None:
-            pinned = (index, plan_zone)
-            if plan_zone not in known_zones:
-                problems.append(
-                    Problem(
-                        arn_field,
-                        f"training plan {plan.name} is in {plan_zone}, which is not an "
-                        f"available zone of this Region (zones: {_names(known_zones)})",
-                    )
-                )
-        elif plan_zone != pinned[1]:
-            problems.append(
-                Problem(
-                    arn_field,
-                    f"training plan {plan.name} is in {plan_zone}, but the plan of "
-                    f"instanceGroups[{pinned[0]}] is in {pinned[1]}; all groups of a cluster "
-                    "share one zone",
-                )
-            )
-
-    source: Literal["request", "training-plan"] = "request"
-    if zone is None and pinned is not None:
-        zone, source = pinned[1], "training-plan"
-        zone_known = zone in known_zones
-    elif zone is None and not any(
-        isinstance(g.capacity, TrainingPlanCapacity) for g in request.instance_groups
-    ):
-        problems.append(
-            Problem(
-                "availabilityZone",
-                "required unless a group uses a training plan (whose zone is then taken); "
-                f"zones: {_names(known_zones)}",
-            )
-        )
-
-    # Plan counts: the groups on one plan share its available instances.
-    by_plan: dict[str, list[int]] = {}
-    for index, plan in plans.items():
-        by_plan.setdefault(plan.arn, []).append(index)
-    for indices in by_plan.values():
-        plan = plans[indices[0]]
-        wanted = sum(request.instance_groups[i].count for i in indices)
-        shared = (
-            ""
-            if len(indices) == 1
-            else f" (groups {', '.join(_group(i) for i in indices)} ask for {wanted} together)"
-        )
-        for index in indices:
-            count = request.instance_groups[index].count
-            problem = _count_problem(plan, _group(index), count, wanted, shared)
-            if problem is not None:
-                problems.append(problem)
-
-    # Offerings (plan groups are checked against their plan instead) and EFA-only.
-    for index, group in enumerate(request.instance_groups):
-        if zone is not None and zone_known:
-            offering = _offering_problem(group, _group(index), zone, known_zones, offerings)
-            if offering is not None:
-                problems.append(offering)
-        efa = _efa_problem(group, _group(index), facts)
-        if efa is not None:
-            problems.append(efa)
-
-    if problems:
-        raise catalog_error(problems)
-    assert zone is not None  # every path without a zone added a problem
-    return ResolvedCreate(
-        tag=request.tag,
-        availability_zone=zone,
-        availability_zone_source=source,
-        kubernetes_version=request.kubernetes_version,
-        instance_groups=[
-            resolve_group(group, zone, plans.get(index))
-            for index, group in enumerate(request.instance_groups)
-        ],
-        storage=request.storage,
-    )
-
-
-def validate_group_against_catalog(
-    group: InstanceGroupRequest,
-    *,
-    zone: str | None,
-    default_zone: str,
-    zones: Sequence[str],
-    offerings: Mapping[str, set[str]],
-    facts: Mapping[str, InstanceTypeFacts],
-    training_plans: Mapping[str, TrainingPlan],
-) -> ResolvedInstanceGroup:
-    """Check one group added to an existing cluster and resolve its zone and capacity.
-
-    The zone is reconciled with a training plan, not left to fail: with `zone` (the request's
-    availabilityZone) a plan group's zone must be the plan's; without it a plan group takes the
-    plan's zone, any other group `default_zone` (the cluster's). Field names are relative to
-    the group body (``capacity.trainingPlanArn``).
-
-    Raises:
-        ValidationError: every problem found, as `validate_against_catalog` reports them.
-    """
-    problems: list[Problem] = []
-    known_zones = set(zones)
-    if zone is not None and zone not in known_zones:
-        problems.append(_unknown_zone(zone, known_zones))
-    plan: TrainingPlan | None = None
-    resolved_zone: str | None = zone or default_zone
-    if isinstance(group.capacity, TrainingPlanCapacity):
-        plan, found = _usable_plan(group, "", training_plans)
-        problems += found
-        resolved_zone = zone
-        if plan is not None:
-            plan_zones = _plan_zones(plan, group.instance_type)
-            if zone is not None and zone not in plan_zones:
-                problems.append(_zone_mismatch(plan, plan_zones, "", zone))
-            elif zone is None and len(plan_zones) != 1:
-                problems.append(_zone_choice_needed(plan, plan_zones, ""))
-            elif zone is None:
-                (resolved_zone,) = plan_zones
-                if resolved_zone not in known_zones:
-                    problems.append(
-                        Problem(
-                            "capacity.trainingPlanArn",
-                            f"training plan {plan.name} is in {resolved_zone}, which is not an "
-                            f"available zone of this Region (zones: {_names(known_zones)})",
-                        )
-                    )
-            count = _count_problem(plan, "", group.count, group.count)
-            if count is not None:
-                problems.append(count)
-    if resolved_zone is not None and resolved_zone in known_zones:
-        offering = _offering_problem(group, "", resolved_zone, known_zones, offerings)
-        if offering is not None:
-            problems.append(offering)
-    efa = _efa_problem(group, "", facts)
-    if efa is not None:
-        problems.append(efa)
-    if problems:
-        raise catalog_error(problems)
-    assert resolved_zone is not None
-    return resolve_group(group, resolved_zone, plan)
-
-
-def resolve_group(
-    group: InstanceGroupRequest, zone: str, plan: TrainingPlan | None
-) -> ResolvedInstanceGroup:
-    """The group with its resolved capacity (its fields as the client sent them)."""
-    fields = InstanceGroupRequest.model_fields
-    return ResolvedInstanceGroup.model_validate(
-        {
-            **{k: v for k, v in group.model_dump().items() if k in fields},
-            "resolved_capacity": _resolved_capacity(group, zone, plan),
-        }
-    )
-
-
-def _resolved_capacity(
-    group: InstanceGroupRequest, zone: str, plan: TrainingPlan | None
-) -> ResolvedCapacity:
-    if isinstance(group.capacity, TrainingPlanCapacity) and plan is not None:
-        return ResolvedCapacity(
-            type=CapacityType.TRAINING_PLAN,
-            availability_zone=zone,
-            training_plan_arn=plan.arn,
-            training_plan_name=plan.name,
-            training_plan_status=plan.status,
-        )
-    return ResolvedCapacity(type=CapacityType(group.capacity.type), availability_zone=zone)
 
 
 def catalog_error(problems: Sequence[Problem]) -> ValidationError:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic.config import JsonDict
-
 from hypd.instance_groups.normalise import FIXED_MEMBERS, MUTABLE_MEMBERS
 
 
@@ -104,10 +102,6 @@ GROUP_FIELDS: tuple[GroupField, ...] = (
 BY_NAME = {field.name: field for field in GROUP_FIELDS}
 MUTABLE_FIELDS = tuple(field.name for field in GROUP_FIELDS if field.mutable)
 CREATE_TIME_FIELDS = tuple(field.name for field in GROUP_FIELDS if not field.mutable)
-
-
-CREATE_TIME_ONLY: JsonDict = {"x-hypd-create-time-only": True}
-"""The OpenAPI extension on a group field a PATCH cannot change."""
 
 
 def create_time_only(name: str) -> str:

@@ -2,8 +2,9 @@
 bookkeeping, polling answers, timing, and the end of an operation.
 
 The create pipeline (`hypd.create.tasks`) and the capacity operations (`hypd.capacity.tasks`)
-register their tasks on a `TaskRouter` and run each stage's work through `Steps.step`, which
-refuses a task of an execution the operation has moved on from and records the stage.
+register their tasks on a `TaskRouter` (a stage's polling work through `polled`) and run each
+stage's work through `Steps.step`, which refuses a task of an execution the operation has
+moved on from and records the stage.
 """
 
 from __future__ import annotations
@@ -51,6 +52,32 @@ class StaleExecution(PermanentError):
 
 class Poll(Protocol):
     def __call__(self, task: OperationInput, *, start: bool) -> dict[str, Any]: ...
+
+
+class ServicePoll(Protocol):
+    """A module-level task module's polling work: its input, the function's services."""
+
+    def __call__(self, task: OperationInput, services: Any, *, start: bool) -> dict[str, Any]: ...
+
+
+SP = TypeVar("SP", bound=ServicePoll)
+
+
+def polled(router: TaskRouter, first: str, then: str) -> Callable[[SP], SP]:
+    """Register a stage's polling work on a module-level router as two tasks: `first` opens
+    the stage's attempt, `then` (after each Wait) looks again (`Steps.polled` for a router
+    built around its services)."""
+
+    def register(poll: SP) -> SP:
+        router.task(first, OperationInput)(
+            lambda task, services: poll(task, services, start=True)
+        )
+        router.task(then, OperationInput)(
+            lambda task, services: poll(task, services, start=False)
+        )
+        return poll
+
+    return register
 
 
 def poll_result(ready: bool, wait_seconds: int = 0) -> dict[str, Any]:

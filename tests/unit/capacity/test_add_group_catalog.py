@@ -9,7 +9,7 @@ import pytest
 from hypd.aws.sagemaker import training_plan
 from hypd.capacity.requests import AddInstanceGroupRequest
 from hypd.catalog.models import InstanceTypeFacts
-from hypd.clusters.create_request import validate_group_against_catalog
+from hypd.create.validate import validate_group_against_catalog
 from hypd.errors import ValidationError
 from tests.unit.capacity.support import PLAN
 

@@ -6,11 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 from hypd.capacity import verify as capacity_verify
-from hypd.create.verify import (
+from hypd.create.verify import VERIFY_TIMEOUT, evaluate
+from hypd.instance_groups.nodes import (
     DEEP_HEALTH_CHECK_ALLOWANCE,
     DEEP_HEALTH_CHECKS,
-    VERIFY_TIMEOUT,
-    evaluate,
     verification_timeout,
 )
 
