@@ -15,8 +15,7 @@ import pytest
 
 import hypd
 from hypd import errors
-from hypd.capacity.tasks import CapacityServices
-from hypd.capacity.tasks import build_router as capacity_router
+from hypd.capacity.tasks import router as capacity_tasks_router
 from hypd.clusters.discovery_tasks import DiscoverServices
 from hypd.clusters.discovery_tasks import build_router as discover_router
 from hypd.create.tasks import CreateServices
@@ -245,18 +244,7 @@ def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
                 tokens=unused,
             )
         ),
-        "CapacityTasksFunction": capacity_router(
-            CapacityServices(
-                operations=unused,
-                clusters=unused,
-                locks=unused,
-                waiters=unused,
-                autoscaling=unused,
-                client=unused,
-                settings=unused,
-                tokens=unused,
-            )
-        ),
+        "CapacityTasksFunction": capacity_tasks_router,
         "DiscoverFunction": discover_router(
             DiscoverServices(
                 operations=unused,
