@@ -7,18 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from hypd import clock
 from hypd.aws import iam as iam_api
 from hypd.capacity import autoscaling
 from hypd.capacity.inputs import AutoscalingInput
 from hypd.capacity.services import CapacityServices
-from hypd.capacity.state import AutoscalingState
-from hypd.capacity.task_router import load, polled, router
+from hypd.capacity.task_router import load_as, polled, router
 from hypd.errors import OperationStateError, PermanentError
 from hypd.kubernetes.apply import apply_manifests, delete_object, read_object
-from hypd.operations.models import Operation
 from hypd.operations.steps import OperationInput, poll_result, ready, summary
 
 KARPENTER_CHECK_SECONDS = 15
@@ -43,19 +38,9 @@ class KarpenterObjectConflict(PermanentError):
     code = "KarpenterObjectConflict"
 
 
-class RoleOutput(BaseModel):
-    """What the role stage records: the cluster role and what had to be written."""
-
-    model_config = ConfigDict(populate_by_name=True, extra="ignore")
-
-    role_name: str = Field(alias="roleName")
-    role_arn: str = Field(alias="roleArn")
-    changed: list[str] = Field(default_factory=list)
-
-
-def settings_of(request: Any) -> autoscaling.AutoscalingSettings:
+def settings_of(request: AutoscalingInput) -> autoscaling.AutoscalingSettings:
     """The autoscaling settings an enable operation recorded."""
-    if not isinstance(request, AutoscalingInput) or request.settings is None:
+    if request.settings is None:
         raise OperationStateError("the operation recorded no autoscaling settings")
     return request.settings
 
@@ -63,7 +48,7 @@ def settings_of(request: Any) -> autoscaling.AutoscalingSettings:
 @router.task("check-prerequisites", OperationInput)
 def check_prerequisites(task: OperationInput, services: CapacityServices) -> dict[str, Any]:
     def work() -> dict[str, Any]:
-        _operation, request = load(services, task.operation_id)
+        _operation, request = load_as(services, task.operation_id, AutoscalingInput)
         settings = settings_of(request)
         live = services.live(request.tag)
         problems = autoscaling.cluster_problems(live) + [
@@ -101,8 +86,8 @@ def check_prerequisites(task: OperationInput, services: CapacityServices) -> dic
 
 @router.task("ensure-cluster-role", OperationInput)
 def ensure_cluster_role(task: OperationInput, services: CapacityServices) -> dict[str, Any]:
-    def work() -> RoleOutput:
-        _operation, request = load(services, task.operation_id)
+    def work() -> autoscaling.RoleOutput:
+        _operation, request = load_as(services, task.operation_id, AutoscalingInput)
         live = services.live(request.tag)
         return ensure_role(services, request.tag, live.arn)
 
@@ -114,7 +99,7 @@ def ensure_cluster_role(task: OperationInput, services: CapacityServices) -> dic
 @router.task("delete-cluster-role", OperationInput)
 def delete_cluster_role(task: OperationInput, services: CapacityServices) -> dict[str, Any]:
     def work() -> dict[str, Any]:
-        _operation, request = load(services, task.operation_id)
+        _operation, request = load_as(services, task.operation_id, AutoscalingInput)
         name = autoscaling.role_name(request.tag)
         return {"roleName": name, "deleted": iam_api.delete_role(services.client("iam"), name)}
 
@@ -141,7 +126,7 @@ def apply_karpenter(
     task: OperationInput, services: CapacityServices, *, start: bool
 ) -> dict[str, Any]:
     def work() -> dict[str, Any]:
-        operation, request = load(services, task.operation_id)
+        operation, request = load_as(services, task.operation_id, AutoscalingInput)
         settings = settings_of(request)
         live = services.live(request.tag)
         api = services.kubernetes(request.tag)
@@ -200,7 +185,7 @@ def remove_karpenter(
     task: OperationInput, services: CapacityServices, *, start: bool
 ) -> dict[str, Any]:
     def work() -> dict[str, Any]:
-        _operation, request = load(services, task.operation_id)
+        _operation, request = load_as(services, task.operation_id, AutoscalingInput)
         api = services.kubernetes(request.tag)
         node_class, node_pool = karpenter_objects(api)
         removed: list[str] = []
@@ -221,7 +206,9 @@ def remove_karpenter(
                                summarize=summary)
 
 
-def ensure_role(services: CapacityServices, tag: str, cluster_arn: str) -> RoleOutput:
+def ensure_role(
+    services: CapacityServices, tag: str, cluster_arn: str
+) -> autoscaling.RoleOutput:
     """The cluster role, exactly as documented: created, or brought back to its trust and
     policy. `changed` lists what had to be written (empty: it was as it should be)."""
     iam = services.client("iam")
@@ -247,21 +234,4 @@ def ensure_role(services: CapacityServices, tag: str, cluster_arn: str) -> RoleO
     if iam_api.inline_policy(iam, name, autoscaling.ROLE_POLICY_NAME) != policy:
         iam_api.put_inline_policy(iam, name, autoscaling.ROLE_POLICY_NAME, policy)
         changed.append("policy")
-    return RoleOutput(role_name=name, role_arn=role.arn, changed=changed)
-
-
-def record_autoscaling(
-    services: CapacityServices, operation: Operation, request: AutoscalingInput
-) -> AutoscalingState:
-    role = operation.stage("role").output or {}
-    state = AutoscalingState(
-        enabled=request.enabled,
-        settings=request.settings if request.enabled else None,
-        role_arn=role.get("roleArn") if request.enabled else None,
-        node_class=autoscaling.OBJECT_NAME if request.enabled else None,
-        node_pool=autoscaling.OBJECT_NAME if request.enabled else None,
-        operation_id=operation.id,
-        updated_at=clock.now_iso(),
-    )
-    services.autoscaling.put(request.tag, state)
-    return state
+    return autoscaling.RoleOutput(role_name=name, role_arn=role.arn, changed=changed)

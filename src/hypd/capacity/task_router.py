@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from hypd.capacity.inputs import input_of
 from hypd.capacity.services import CapacityServices
+from hypd.capacity.strategies import In, Strategy, recorded, strategy_of
 from hypd.operations.models import Operation
 from hypd.operations.steps import OperationInput
 from hypd.tasks import TaskRouter
@@ -37,7 +37,14 @@ def polled(first: str, then: str) -> Callable[[Poll], Poll]:
     return register
 
 
-def load(services: CapacityServices, operation_id: str) -> tuple[Operation, Any]:
-    """The operation and its recorded input."""
+def load(services: CapacityServices, operation_id: str) -> tuple[Operation, Strategy[Any], Any]:
+    """The operation, its kind's strategy and its recorded input."""
     operation = services.operations.get(operation_id)
-    return operation, input_of(operation)
+    strategy = strategy_of(operation.kind)
+    return operation, strategy, strategy.read(operation)
+
+
+def load_as(services: CapacityServices, operation_id: str, model: type[In]) -> tuple[Operation, In]:
+    """The operation and its input, for a stage only the kinds recording `model` have."""
+    operation = services.operations.get(operation_id)
+    return operation, recorded(operation, model)

@@ -2,9 +2,10 @@
 disable_autoscaling .asl.json).
 
 Each task is thin: it reads the operation (its input says what to do) and the live cluster,
-lets the pure modules decide (`changes`, `verify`, `autoscaling`), makes the AWS or Kubernetes
-calls they ask for, and records the stage through `Steps.step`. Nothing but `operationId` flows
-between states, so a retry resumes from the record alone.
+lets its kind's strategy decide (`STRATEGIES[operation.kind]`, over the pure rules of
+`changes` and `verify`), makes the AWS or Kubernetes calls they ask for, and records the stage
+through `Steps.step`. Nothing but `operationId` flows between states, so a retry resumes from
+the record alone.
 
 Every task is a module-level function of (input, `CapacityServices`) on one router
 (`hypd.capacity.task_router`): the instance-group and node-action tasks here, managed
@@ -15,7 +16,6 @@ services: `router.bind(services)`.
 from __future__ import annotations
 
 import math
-from datetime import timedelta
 from typing import Any
 
 from hypd import clock
@@ -24,21 +24,12 @@ from hypd.aws import sagemaker as sagemaker_api
 from hypd.capacity import autoscaling_tasks as _autoscaling_tasks  # noqa: F401 (registers them)
 from hypd.capacity import changes
 from hypd.capacity import verify as checks
-from hypd.capacity.autoscaling_tasks import RoleOutput, record_autoscaling
-from hypd.capacity.inputs import (
-    AddGroupInput,
-    AutoscalingInput,
-    DeleteGroupInput,
-    NodeActionInput,
-    UpdateGroupInput,
-    input_of,
-)
+from hypd.capacity.inputs import AddGroupInput
 from hypd.capacity.live import LiveCluster
 from hypd.capacity.services import CapacityServices
-from hypd.capacity.task_router import load, polled, router
-from hypd.errors import OperationStateError
+from hypd.capacity.strategies import Context, Verified, strategy_of, verified_of
+from hypd.capacity.task_router import load, load_as, polled, router
 from hypd.instance_groups import placement
-from hypd.instance_groups.spec import group_spec
 from hypd.network import ensure_compute_subnet
 from hypd.operations import lifecycle
 from hypd.operations.models import Operation
@@ -46,38 +37,24 @@ from hypd.operations.steps import (
     AwaitInput,
     FailInput,
     OperationInput,
-    Steps,
     poll_result,
     ready,
     summary,
 )
 from hypd.operations.waiters import park_and_look
 
-__all__ = ["CapacityServices", "router"]
+# What the capacity tasks function binds: every task here and in autoscaling_tasks.
+__all__ = ["router"]
 
 WAIT_FAILURE_STATES = ("Failed", "RollingBack")
 """Cluster statuses in which a change cannot complete: the parked token fails."""
-
-
-def group_of(request: Any) -> str:
-    """The instance group an operation's input is about."""
-    if isinstance(request, AddGroupInput):
-        return request.group.name
-    if isinstance(request, UpdateGroupInput | DeleteGroupInput | NodeActionInput):
-        return request.group
-    raise OperationStateError(f"a {type(request).__name__} names no instance group")
-
-
-def calls_of(operation: Operation, stage: str) -> dict[str, Any]:
-    return dict(operation.stage(stage).progress or {})
 
 
 # -------------------------------------------------------------------- network (add)
 @router.task("ensure-group-subnet", OperationInput)
 def ensure_group_subnet(task: OperationInput, services: CapacityServices) -> dict[str, Any]:
     def work() -> dict[str, Any]:
-        _operation, request = load(services, task.operation_id)
-        assert isinstance(request, AddGroupInput)
+        _operation, request = load_as(services, task.operation_id, AddGroupInput)
         live = services.live(request.tag)
         ec2 = services.client("ec2")
         group = request.group
@@ -107,47 +84,15 @@ def ensure_group_subnet(task: OperationInput, services: CapacityServices) -> dic
 
 
 # -------------------------------------------------------------------- hyperpod (every kind)
-def decide(
-    services: CapacityServices, operation: Operation, request: Any, live: LiveCluster
-) -> changes.Decision:
-    progress = calls_of(operation, "hyperpod")
-    calls = int(progress.get("calls") or 0)
-    if isinstance(request, AddGroupInput):
-        network = operation.stage("network").output or {}
-        subnet = str(network.get("subnetId") or live.subnet_id)
-        spec = group_spec(
-            request.group,
-            execution_role_arn=services.settings.hyperpod_execution_role_arn,
-            override_subnet=subnet if subnet != live.subnet_id else None,
-            security_group_id=live.security_group_ids[0],
-        )
-        return changes.add_group(live, request, spec, calls)
-    if isinstance(request, UpdateGroupInput):
-        return changes.update_group(live, request, calls)
-    if isinstance(request, DeleteGroupInput):
-        return changes.delete_group(live, request, calls)
-    if isinstance(request, NodeActionInput):
-        node = sagemaker_api.describe_cluster_node(
-            services.client("sagemaker"), live.name, request.node_id
-        )
-        return changes.node_action(node, request, calls)
-    assert isinstance(request, AutoscalingInput)
-    if request.enabled:
-        role = Steps.output_of(operation, "role", RoleOutput)
-        return changes.enable_autoscaling(
-            live, role.role_arn, calls, enable_sent=bool(progress.get("enableSent"))
-        )
-    return changes.disable_autoscaling(live, calls)
-
-
 def hyperpod_change(
     task: OperationInput, services: CapacityServices, *, start: bool
 ) -> dict[str, Any]:
     def work() -> tuple[changes.Decision, dict[str, Any]]:
-        operation, request = load(services, task.operation_id)
-        live = services.live(request.tag)
-        decision = decide(services, operation, request, live)
-        progress = calls_of(operation, "hyperpod")
+        operation, strategy, request = load(services, task.operation_id)
+        context = Context(operation, services.live(request.tag), services)
+        live = context.live
+        decision = strategy.ask(request, context)
+        progress = context.progress
         if decision.request is not None:
             if decision.call == "node":
                 sagemaker_api.batch_node_action(
@@ -193,7 +138,7 @@ def check_hyperpod_change(task: OperationInput, services: CapacityServices) -> d
 @router.task("await-hyperpod-cluster", AwaitInput)
 def await_hyperpod_cluster(task: AwaitInput, services: CapacityServices) -> dict[str, Any]:
     def work() -> dict[str, Any]:
-        _operation, request = load(services, task.operation_id)
+        _operation, _strategy, request = load(services, task.operation_id)
         name = request.cluster_name
 
         def look() -> tuple[str, str]:
@@ -217,73 +162,16 @@ def await_hyperpod_cluster(task: AwaitInput, services: CapacityServices) -> dict
 
 
 # -------------------------------------------------------------------- verify
-def check(services: CapacityServices, request: Any, live: LiveCluster) -> checks.Check:
-    sagemaker = services.client("sagemaker")
-    kube_nodes = services.kube_nodes(request.tag)
-    if isinstance(request, AddGroupInput):
-        nodes = sagemaker_api.list_cluster_nodes(
-            sagemaker, live.name, instance_group=request.group.name
-        )
-        return checks.group_check(live, request.group.name, request.group.count, nodes,
-                                  kube_nodes)
-    if isinstance(request, UpdateGroupInput):
-        details = live.group(request.group) or {}
-        count = int(request.changes.get("InstanceCount", details.get("TargetCount") or 0))
-        nodes = sagemaker_api.list_cluster_nodes(
-            sagemaker, live.name, instance_group=request.group
-        )
-        return checks.group_check(live, request.group, count, nodes, kube_nodes)
-    if isinstance(request, DeleteGroupInput):
-        return checks.group_gone_check(live, request.group, kube_nodes)
-    assert isinstance(request, NodeActionInput)
-    nodes = sagemaker_api.list_cluster_nodes(sagemaker, live.name, instance_group=request.group)
-    return checks.node_check(
-        request.action, request.node_id, request.group, live, nodes, kube_nodes
-    )
-
-
-def expected_seconds(request: Any, live: LiveCluster) -> int:
-    """When to look first: the change's expected duration."""
-    if isinstance(request, AddGroupInput):
-        deep = bool(request.group.deep_health_checks)
-        boot = checks.NODE_BOOT + (checks.DEEP_HEALTH_CHECKS if deep else timedelta(0))
-        return checks.first_look(boot) if request.group.count else checks.CHECK_SECONDS
-    if isinstance(request, UpdateGroupInput):
-        details = live.group(request.group) or {}
-        count = request.changes.get("InstanceCount")
-        if count is None:
-            return checks.CHECK_SECONDS
-        deep = bool(details.get("OnStartDeepHealthChecks"))
-        boot = checks.NODE_BOOT + (checks.DEEP_HEALTH_CHECKS if deep else timedelta(0))
-        grow = int(count) > request.previous_count
-        return checks.first_look(boot if grow else checks.NODE_TERMINATE)
-    if isinstance(request, DeleteGroupInput):
-        return checks.first_look(checks.GROUP_DELETE)
-    assert isinstance(request, NodeActionInput)
-    return checks.first_look(
-        {
-            "reboot": checks.NODE_REBOOT,
-            "replace": checks.NODE_BOOT,
-            "delete": checks.NODE_TERMINATE,
-        }[request.action]
-    )
-
-
-def timeout_seconds(request: Any, live: LiveCluster) -> float:
-    details = live.group(group_of(request)) or {}
-    deep = bool(details.get("OnStartDeepHealthChecks")) or (
-        isinstance(request, AddGroupInput) and bool(request.group.deep_health_checks)
-    )
+def timeout_seconds(strategy: Verified[Any], request: Any, live: LiveCluster) -> float:
+    deep = strategy.deep_health_checks(request, live)
     return checks.verification_timeout(checks.TIMEOUT, deep_health_checks=deep).total_seconds()
 
 
-def latest_error(
-    services: CapacityServices, request: Any, live: LiveCluster, since: str | None
-) -> str | None:
+def latest_error(context: Context, group: str, since: str | None) -> str | None:
     events = sagemaker_api.list_cluster_events(
-        services.client("sagemaker"),
-        live.name,
-        instance_group=group_of(request),
+        context.services.client("sagemaker"),
+        context.live.name,
+        instance_group=group,
         after=lifecycle.parse_time(since) if since else None,
     )
     errors = [e for e in events if e.get("EventLevel") == "Error"]
@@ -297,24 +185,26 @@ def verify_poll(
     steps = services.steps
 
     def work() -> dict[str, Any]:
-        operation, request = load(services, task.operation_id)
-        live = services.live(request.tag)
-        result = check(services, request, live)
+        operation, _strategy, request = load(services, task.operation_id)
+        strategy = verified_of(operation.kind)
+        context = Context(operation, services.live(request.tag), services)
+        live = context.live
+        result = strategy.verify(request, context, services.kube_nodes(request.tag))
         if result.ready:
             return {**poll_result(True), **result.output}
         waited = steps.elapsed(operation, "verify")
         if start and waited < 1:
             # The change began when the hyperpod stage sent it: look when it should be done.
             since = steps.elapsed(operation, "hyperpod")
-            first = math.ceil(expected_seconds(request, live) - since)
+            first = math.ceil(strategy.first_look(request, live) - since)
             return poll_result(False, max(checks.CHECK_SECONDS, first))
-        if waited >= timeout_seconds(request, live):
+        if waited >= timeout_seconds(strategy, request, live):
             stage = operation.stage("verify")
             raise checks.VerificationTimedOut(
                 checks.timed_out_message(
                     result.problems,
                     waited,
-                    latest_error(services, request, live, stage.attempt_started_at),
+                    latest_error(context, strategy.group(request), stage.attempt_started_at),
                 ),
                 details={"problems": result.problems},
             )
@@ -338,23 +228,15 @@ def verify_poll(
 @router.task("finish-capacity", OperationInput)
 def finish_capacity(task: OperationInput, services: CapacityServices) -> dict[str, Any]:
     def output(operation: Operation) -> dict[str, Any]:
-        request = input_of(operation)
-        live = services.live(request.tag)
-        refresh_record(services, operation, live)
-        result: dict[str, Any] = {"tag": request.tag, "warnings": request.warnings}
-        if isinstance(request, AutoscalingInput):
-            state = record_autoscaling(services, operation, request)
-            result["autoscaling"] = state.model_dump(mode="json", by_alias=True)
-        elif isinstance(request, NodeActionInput):
-            result["node"] = operation.stage("verify").output
-        else:
-            view = live.view(group_of(request))
-            result["instanceGroup"] = (
-                view.model_dump(mode="json", by_alias=True) if view else None
-            )
-            if isinstance(request, AddGroupInput):
-                result["subnet"] = operation.stage("network").output
-        return result
+        strategy = strategy_of(operation.kind)
+        request = strategy.read(operation)
+        context = Context(operation, services.live(request.tag), services)
+        refresh_record(services, operation, context.live)
+        return {
+            "tag": request.tag,
+            "warnings": request.warnings,
+            **strategy.result(request, context),
+        }
 
     operation = services.steps.succeed(task, output)
     return {"operationId": operation.id, "status": operation.status.value}
