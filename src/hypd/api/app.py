@@ -47,7 +47,7 @@ def build_app(services: ApiServices) -> HypdApp:
     app.include_router(clusters.build_router(services))
     app.include_router(operations.router)
     app.include_router(catalog.build_router(services))
-    app.include_router(capacity.build_router(services))
+    app.include_router(capacity.router)
     app.include_router(health.build_router(services))
     register_error_handlers(app)
     return app
