@@ -5,10 +5,15 @@ operation's output says).
 The tasks (`hypd.capacity.tasks`) dispatch on `STRATEGIES[operation.kind]` instead of on the
 input's type. A strategy reads what its kind needs (the node a node action names, the stage an
 earlier task recorded) and hands it to the pure rules (`changes`, `verify`). The kinds' own
-facts (stages, state machine, lock) are `hypd.operations.kinds.SPECS`'; kinds with a verify
-stage have a `Verified` strategy. The stages only one family has (the network stage of an add,
-managed Karpenter's prerequisites, role and Kubernetes objects) are tasks of their own that
-read the input with their family's model (`recorded`).
+facts (stages, state machine, lock) stay in `hypd.operations.kinds.SPECS`: the table has a
+strategy for each of its capacity kinds, a `Verified` one where the spec has a verify stage
+(tests/unit/capacity/test_strategies.py checks both). The stages only one family has (an
+add's network, managed Karpenter's prerequisites, role and Kubernetes objects) are tasks of
+their own that read the input with their family's model (`recorded`).
+
+The checks a request gets before its operation starts are the API's (`hypd.capacity.service`),
+not a strategy's: the API function runs without the Kubernetes layer, and the verify rules
+build on `hypd.create.verify`, which imports the Kubernetes client.
 """
 
 from __future__ import annotations
