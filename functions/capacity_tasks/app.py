@@ -3,11 +3,11 @@ machines (see hypd.capacity.tasks)."""
 
 from __future__ import annotations
 
-from hypd.capacity.tasks import build_router
+from hypd.capacity.tasks import router
 from hypd.config import CapacityTaskSettings
 from hypd.observability import task_handler
 from hypd.wiring import capacity as wiring
 
 SETTINGS = CapacityTaskSettings.from_env()
 
-handler = task_handler(build_router(wiring.services(SETTINGS)))
+handler = task_handler(router.bind(wiring.services(SETTINGS)))

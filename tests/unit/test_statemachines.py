@@ -15,8 +15,7 @@ import pytest
 
 import hypd
 from hypd import errors
-from hypd.capacity.tasks import CapacityServices
-from hypd.capacity.tasks import build_router as capacity_router
+from hypd.capacity.tasks import router as capacity_tasks_router
 from hypd.create.tasks import router as create_router
 from hypd.discovery.tasks import router as discover_router
 from hypd.operations.tasks import router as operation_tasks_router
@@ -229,22 +228,10 @@ def test_no_arn_names_a_partition_of_its_own(asl_path: Path) -> None:
 
 def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
     """The task router of the function each `${...Arn}` placeholder names."""
-    unused: Any = object()
     by_function = {
         "OperationTasksFunction": operation_tasks_router,
         "ClusterTasksFunction": create_router,
-        "CapacityTasksFunction": capacity_router(
-            CapacityServices(
-                operations=unused,
-                clusters=unused,
-                locks=unused,
-                waiters=unused,
-                autoscaling=unused,
-                client=unused,
-                settings=unused,
-                tokens=unused,
-            )
-        ),
+        "CapacityTasksFunction": capacity_tasks_router,
         "DiscoverFunction": discover_router,
     }
     routers: dict[str, TaskRouter] = {}

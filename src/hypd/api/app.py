@@ -47,7 +47,7 @@ def build_app(services: ApiServices) -> HypdApp:
     app.include_router(clusters.router)
     app.include_router(operations.router)
     app.include_router(catalog.router)
-    app.include_router(capacity.build_router(services))
+    app.include_router(capacity.router)
     app.include_router(health.router)
     register_error_handlers(app)
     return app

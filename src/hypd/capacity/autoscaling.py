@@ -59,6 +59,16 @@ class AutoscalingSettings(BaseModel):
     consolidation_policy: str = Field(alias="consolidationPolicy")
 
 
+class RoleOutput(BaseModel):
+    """What an enable's role stage records: the cluster role, and what had to be written."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    role_name: str = Field(alias="roleName")
+    role_arn: str = Field(alias="roleArn")
+    changed: list[str] = Field(default_factory=list)
+
+
 def resolve_settings(
     request: AutoscalingRequest, current: AutoscalingSettings | None
 ) -> AutoscalingSettings | None:

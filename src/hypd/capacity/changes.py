@@ -182,15 +182,17 @@ ACTION_STATUSES: dict[str, frozenset[str]] = {
 
 
 def node_action(
-    node: Mapping[str, Any] | None, task: NodeActionInput, calls: int
+    node: Mapping[str, Any] | None, task: NodeActionInput, calls: int, *, missing_fails: bool
 ) -> Decision:
     """One batch call per attempt. A node no longer in a status the action starts from is one
     HyperPod is acting on already (a crashed earlier run sent the call): it is not asked again.
+    A node that is gone fails the stage when the action needs it (`missing_fails`: a reboot),
+    else the action has nothing left to do.
     """
     status = ((node or {}).get("InstanceStatus") or {}).get("Status")
     if calls:
         return Decision(done=True, output={"nodeId": task.node_id, "requested": True})
-    if node is None and task.action == "reboot":
+    if node is None and missing_fails:
         raise NodeGone(
             f"node {task.node_id} is no longer in cluster {task.cluster_name}",
             details={"nodeId": task.node_id},

@@ -1,7 +1,8 @@
 """What a capacity operation records as its input: the request, resolved by the API.
 
 The API validates a request against the live cluster and the catalogue, then records exactly
-what the operation is to do; the tasks read it back (a retry does the same thing again).
+what the operation is to do; the tasks read it back (a retry does the same thing again), each
+kind with its strategy's model (`hypd.capacity.strategies`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hypd.capacity.autoscaling import AutoscalingSettings
 from hypd.clusters.create_request import ResolvedInstanceGroup, hyperpod_cluster_name
-from hypd.operations.models import Operation, OperationKind
+from hypd.operations.models import OperationKind
 
 
-class _Input(BaseModel):
+class CapacityInput(BaseModel):
+    """What every capacity operation records: its cluster, and the warnings its request
+    raised."""
+
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     tag: str
@@ -26,7 +30,7 @@ class _Input(BaseModel):
         return hyperpod_cluster_name(self.tag)
 
 
-class AddGroupInput(_Input):
+class AddGroupInput(CapacityInput):
     group: ResolvedInstanceGroup
     availability_zone: str = Field(alias="availabilityZone")
     availability_zone_source: Literal["request", "training-plan", "cluster"] = Field(
@@ -34,7 +38,7 @@ class AddGroupInput(_Input):
     )
 
 
-class UpdateGroupInput(_Input):
+class UpdateGroupInput(CapacityInput):
     group: str
     changes: dict[str, Any]
     """Spec members to set (the normaliser's terms)."""
@@ -44,17 +48,17 @@ class UpdateGroupInput(_Input):
     """The group's target count when the change was asked."""
 
 
-class DeleteGroupInput(_Input):
+class DeleteGroupInput(CapacityInput):
     group: str
 
 
-class NodeActionInput(_Input):
+class NodeActionInput(CapacityInput):
     node_id: str = Field(alias="nodeId")
     group: str
     action: Literal["reboot", "replace", "delete"]
 
 
-class AutoscalingInput(_Input):
+class AutoscalingInput(CapacityInput):
     enabled: bool
     settings: AutoscalingSettings | None = None
 
@@ -64,22 +68,7 @@ NODE_ACTIONS: dict[OperationKind, Literal["reboot", "replace", "delete"]] = {
     OperationKind.REPLACE_NODE: "replace",
     OperationKind.DELETE_NODE: "delete",
 }
-
-INPUTS: dict[OperationKind, type[_Input]] = {
-    OperationKind.ADD_INSTANCE_GROUP: AddGroupInput,
-    OperationKind.UPDATE_INSTANCE_GROUP: UpdateGroupInput,
-    OperationKind.DELETE_INSTANCE_GROUP: DeleteGroupInput,
-    OperationKind.REBOOT_NODE: NodeActionInput,
-    OperationKind.REPLACE_NODE: NodeActionInput,
-    OperationKind.DELETE_NODE: NodeActionInput,
-    OperationKind.ENABLE_AUTOSCALING: AutoscalingInput,
-    OperationKind.DISABLE_AUTOSCALING: AutoscalingInput,
-}
-
-
-def input_of(operation: Operation) -> _Input:
-    """The recorded input of a capacity operation, as its kind's model."""
-    return INPUTS[operation.kind].model_validate(operation.input)
+"""The action each node kind asks HyperPod for (what its input records)."""
 
 
 def record(model: BaseModel) -> dict[str, Any]:

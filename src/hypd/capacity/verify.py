@@ -33,6 +33,10 @@ TIMEOUT = timedelta(minutes=45)
 (`verification_timeout`)."""
 
 
+Nodes = Sequence[Mapping[str, Any]]
+"""Nodes as dicts: ListClusterNodes' summaries, or Kubernetes Nodes."""
+
+
 class VerificationTimedOut(PermanentError):
     code = "VerificationTimedOut"
 
@@ -146,36 +150,55 @@ def group_gone_check(
     return Check(not problems, problems, {"deleted": name})
 
 
-def node_check(
-    action: str,
-    node_id: str,
-    group: str,
-    live: LiveCluster,
-    nodes: Sequence[Mapping[str, Any]],
-    kube_nodes: Sequence[Mapping[str, Any]],
-) -> Check:
-    """reboot: the node is Running and Ready again; replace: it is gone and the group is back
-    at its count with every node Running and joined, but for other nodes that have failed
-    (another node's fault is not this replacement's to wait for); delete: it is gone from
-    both."""
-    problems: list[str] = []
-    by_id = {str(n["InstanceId"]): n for n in nodes}
-    node = by_id.get(node_id)
+def _node(
+    node_id: str, group: str, nodes: Nodes, kube_nodes: Nodes
+) -> tuple[Mapping[str, Any] | None, str | None, dict[str, NodeView]]:
+    """The node in HyperPod (or None), its status, and the group's Kubernetes nodes by name."""
+    node = {str(n["InstanceId"]): n for n in nodes}.get(node_id)
     status = ((node or {}).get("InstanceStatus") or {}).get("Status")
-    kube = {v.name: v for v in _views(kube_nodes, group)}
-    if action == "reboot":
-        if status != "Running":
-            problems.append(f"node {node_id} is {status or 'gone'}, not Running")
-        view = kube.get(kube_name(node_id))
-        if view is None or not view.schedulable:
-            problems.append(f"Kubernetes node {kube_name(node_id)} is not Ready and schedulable")
-        return Check(not problems, problems, {"nodeId": node_id, "status": status})
+    return node, status, {v.name: v for v in _views(kube_nodes, group)}
+
+
+def _gone(node_id: str, node: Mapping[str, Any] | None, status: str | None,
+          kube: Mapping[str, NodeView]) -> list[str]:
+    problems: list[str] = []
     if node is not None:
         problems.append(f"node {node_id} is still {status}")
     if kube_name(node_id) in kube:
         problems.append(f"Kubernetes still has node {kube_name(node_id)}")
-    if action == "delete":
-        return Check(not problems, problems, {"nodeId": node_id, "deleted": True})
+    return problems
+
+
+def node_rebooted(
+    node_id: str, group: str, live: LiveCluster, nodes: Nodes, kube_nodes: Nodes
+) -> Check:
+    """The node is Running and Ready again."""
+    _found, status, kube = _node(node_id, group, nodes, kube_nodes)
+    problems: list[str] = []
+    if status != "Running":
+        problems.append(f"node {node_id} is {status or 'gone'}, not Running")
+    view = kube.get(kube_name(node_id))
+    if view is None or not view.schedulable:
+        problems.append(f"Kubernetes node {kube_name(node_id)} is not Ready and schedulable")
+    return Check(not problems, problems, {"nodeId": node_id, "status": status})
+
+
+def node_deleted(
+    node_id: str, group: str, live: LiveCluster, nodes: Nodes, kube_nodes: Nodes
+) -> Check:
+    """The node is gone from HyperPod and Kubernetes."""
+    problems = _gone(node_id, *_node(node_id, group, nodes, kube_nodes))
+    return Check(not problems, problems, {"nodeId": node_id, "deleted": True})
+
+
+def node_replaced(
+    node_id: str, group: str, live: LiveCluster, nodes: Nodes, kube_nodes: Nodes
+) -> Check:
+    """The node is gone and the group is back at its count with every node Running and
+    joined, but for other nodes that have failed (another node's fault is not this
+    replacement's to wait for)."""
+    node, status, kube = _node(node_id, group, nodes, kube_nodes)
+    problems = _gone(node_id, node, status, kube)
     details = live.group(group) or {}
     target = int(details.get("TargetCount") or 0)
     members = [n for n in nodes if n.get("InstanceGroupName") == group]
@@ -193,6 +216,11 @@ def node_check(
     return Check(
         not problems, problems, {"nodeId": node_id, "replaced": True, "groupNodes": replacements}
     )
+
+
+def boot_time(deep_health_checks: bool) -> timedelta:
+    """How long new nodes take to be up: their boot, and their deep health checks."""
+    return NODE_BOOT + (DEEP_HEALTH_CHECKS if deep_health_checks else timedelta(0))
 
 
 def first_look(seconds: timedelta) -> int:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hypd.aws.clients import regional_clients
+from hypd.capacity.services import CapacityServices
 from hypd.capacity.state import AutoscalingStore
-from hypd.capacity.tasks import CapacityServices
 from hypd.clusters.store import ClusterStore
 from hypd.config import CapacityTaskSettings
 from hypd.operations.locks import LockStore

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 
 from hypd.capacity import changes
-from hypd.capacity.inputs import DeleteGroupInput, NodeActionInput, UpdateGroupInput
+from hypd.capacity.inputs import NODE_ACTIONS, DeleteGroupInput, NodeActionInput, UpdateGroupInput
+from hypd.capacity.strategies import STRATEGIES, NodeAction
 from hypd.instance_groups import resubmittable_group
+from hypd.operations.models import OperationKind
 from tests.unit.capacity.support import details, live
 
 SPEC = {"InstanceGroupName": "spot", "InstanceType": "ml.g6.4xlarge", "InstanceCount": 1,
@@ -101,6 +103,12 @@ def test_a_deleted_group_is_done_when_hyperpod_no_longer_lists_it() -> None:
     assert changes.delete_group(live(details("gpu")), task, 1).done
 
 
+def node_strategy(kind: OperationKind) -> NodeAction:
+    strategy = STRATEGIES[kind]
+    assert isinstance(strategy, NodeAction)
+    return strategy
+
+
 def _node(status: str | None) -> dict[str, Any] | None:
     if status is None:
         return None
@@ -108,23 +116,36 @@ def _node(status: str | None) -> dict[str, Any] | None:
 
 
 @pytest.mark.parametrize(
-    ("action", "status", "sent"),
+    ("kind", "status", "sent"),
     [
-        ("reboot", "Running", True),
-        ("replace", "Failure", True),
-        ("replace", "ShuttingDown", False),  # a crashed earlier run sent it already
-        ("reboot", "Pending", False),
-        ("delete", None, False),
+        (OperationKind.REBOOT_NODE, "Running", True),
+        (OperationKind.REPLACE_NODE, "Failure", True),
+        # a crashed earlier run sent it already
+        (OperationKind.REPLACE_NODE, "ShuttingDown", False),
+        (OperationKind.REBOOT_NODE, "Pending", False),
+        (OperationKind.DELETE_NODE, None, False),
     ],
 )
 def test_a_node_action_is_sent_unless_hyperpod_is_acting_already(
-    action: str, status: str | None, sent: bool
+    kind: OperationKind, status: str | None, sent: bool
 ) -> None:
     task = NodeActionInput(tag="train", node_id="i-0123456789abcdef0", group="gpu",
-                           action=action)
-    decision = changes.node_action(_node(status), task, calls=0)
+                           action=NODE_ACTIONS[kind])
+    decision = node_strategy(kind).decide(_node(status), task, calls=0)
     assert (decision.call == "node") is sent
     assert decision.done is not sent
+
+
+def test_a_node_gone_fails_a_reboot_and_leaves_a_replacement_or_deletion_nothing_to_do() -> None:
+    def task(kind: OperationKind) -> NodeActionInput:
+        return NodeActionInput(tag="train", node_id="i-0123456789abcdef0", group="gpu",
+                               action=NODE_ACTIONS[kind])
+
+    with pytest.raises(changes.NodeGone, match="no longer in cluster hypd-train"):
+        node_strategy(OperationKind.REBOOT_NODE).decide(None, task(OperationKind.REBOOT_NODE), 0)
+    for kind in (OperationKind.REPLACE_NODE, OperationKind.DELETE_NODE):
+        decision = node_strategy(kind).decide(None, task(kind), 0)
+        assert decision.output == {"nodeId": "i-0123456789abcdef0", "status": "gone"}
 
 
 ROLE = "arn:aws:iam::123456789012:role/hypd/hypd-train-autoscaling"

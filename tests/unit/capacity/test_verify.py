@@ -77,19 +77,20 @@ def test_a_deleted_group_is_gone_from_hyperpod_and_kubernetes() -> None:
 
 def test_a_rebooted_node_is_running_and_ready_again() -> None:
     cluster = live(details("gpu"))
-    assert not verify.node_check("reboot", "i-1", "gpu", cluster, [node("i-1", "Pending")],
-                                 [kube("i-1")]).ready
-    assert verify.node_check("reboot", "i-1", "gpu", cluster, [node("i-1")], [kube("i-1")]).ready
+    assert not verify.node_rebooted("i-1", "gpu", cluster, [node("i-1", "Pending")],
+                                    [kube("i-1")]).ready
+    assert verify.node_rebooted("i-1", "gpu", cluster, [node("i-1")], [kube("i-1")]).ready
 
 
 def test_a_replaced_node_is_gone_and_the_group_is_whole_again() -> None:
     cluster = live(details("gpu"))
-    during = verify.node_check("replace", "i-1", "gpu", cluster,
-                               [node("i-1", "ShuttingDown"), node("i-2"), node("i-3", "Pending")],
-                               [kube("i-1"), kube("i-2")])
+    during = verify.node_replaced("i-1", "gpu", cluster,
+                                  [node("i-1", "ShuttingDown"), node("i-2"),
+                                   node("i-3", "Pending")],
+                                  [kube("i-1"), kube("i-2")])
     assert not during.ready
-    after = verify.node_check("replace", "i-1", "gpu", cluster, [node("i-2"), node("i-3")],
-                              [kube("i-2"), kube("i-3")])
+    after = verify.node_replaced("i-1", "gpu", cluster, [node("i-2"), node("i-3")],
+                                 [kube("i-2"), kube("i-3")])
     assert after.ready
     assert after.output["groupNodes"] == ["i-2", "i-3"]
 
@@ -97,17 +98,17 @@ def test_a_replaced_node_is_gone_and_the_group_is_whole_again() -> None:
 def test_a_replacement_does_not_wait_for_another_failed_node_of_its_group() -> None:
     cluster = live(details("gpu", TargetCount=3))
     failed_other = node("i-2", "Failure")
-    during = verify.node_check("replace", "i-1", "gpu", cluster,
-                               [failed_other, node("i-3"), node("i-4", "Pending")],
-                               [kube("i-2", ready=False), kube("i-3")])
+    during = verify.node_replaced("i-1", "gpu", cluster,
+                                  [failed_other, node("i-3"), node("i-4", "Pending")],
+                                  [kube("i-2", ready=False), kube("i-3")])
     assert not during.ready
     assert during.problems[0] == "1 of 3 nodes of group gpu Running (1 failed)"
-    after = verify.node_check("replace", "i-1", "gpu", cluster,
-                              [failed_other, node("i-3"), node("i-4")],
-                              [kube("i-2", ready=False), kube("i-3"), kube("i-4")])
+    after = verify.node_replaced("i-1", "gpu", cluster,
+                                 [failed_other, node("i-3"), node("i-4")],
+                                 [kube("i-2", ready=False), kube("i-3"), kube("i-4")])
     assert after.ready, after.problems
 
 
 def test_a_deleted_node_is_gone_from_both() -> None:
     cluster = live(details("gpu", TargetCount=1))
-    assert verify.node_check("delete", "i-1", "gpu", cluster, [node("i-2")], [kube("i-2")]).ready
+    assert verify.node_deleted("i-1", "gpu", cluster, [node("i-2")], [kube("i-2")]).ready
