@@ -10,7 +10,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hypd.api.health import HealthPolicyView, HealthSummaryView, NodeHealthHistory
 from hypd.api.models import (
     AutoscalingUnchanged,
     AutoscalingView,
@@ -18,10 +17,13 @@ from hypd.api.models import (
     ClusterList,
     ClusterView,
     DiscoverRequest,
+    HealthPolicyView,
+    HealthSummaryView,
     InstanceGroupFieldList,
     InstanceGroupList,
     InstanceGroupUnchanged,
     InstanceTypeList,
+    NodeHealthHistory,
     NodeList,
     OperationAccepted,
     OperationList,

@@ -38,7 +38,7 @@ def test_the_mcp_server_reads_the_packaged_document_without_the_routers() -> Non
         "from hypd_cli.mcp_binding import openapi_document; "
         "assert openapi_document()['paths']; "
         "print(','.join(m for m in ('hypd.api.app', 'hypd.api.clusters', 'hypd.api.capacity', "
-        "'hypd.api.catalog', 'hypd.api.operations') if m in sys.modules))"
+        "'hypd.api.catalog', 'hypd.api.health', 'hypd.api.operations') if m in sys.modules))"
     )
     done = subprocess.run(  # noqa: S603 - this interpreter and a fixed probe
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)

@@ -12,61 +12,17 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from pydantic import Field
 
 from hypd.api.context import services
 from hypd.api.errors import ERROR_RESPONSES, json_response
-from hypd.api.models import ApiModel
+from hypd.api.models import HealthPolicyView, HealthSummaryView, NodeHealthHistory, NodeHealthView
 from hypd.api.params import NodeId, Tag
 from hypd.capacity.requests import check_managed
 from hypd.health.policy import HealthPolicy
-from hypd.health.records import AddonHealth, ClusterEvent, HealthEntry, NodeHealth
+from hypd.health.records import NodeHealth
 from hypd.health.report import cluster_health, node_health
 
 TAGS = ["health"]
-
-
-class NodeHealthView(ApiModel):
-    node_id: str = Field(alias="nodeId")
-    instance_group: str | None = Field(default=None, alias="instanceGroup")
-    status: str
-    latest: HealthEntry
-
-
-class HealthSummaryView(ApiModel):
-    tag: str
-    cluster_status: str | None = Field(
-        default=None, alias="clusterStatus", description="From the last state-change event."
-    )
-    status_time: str | None = Field(default=None, alias="statusTime")
-    nodes: int = Field(description="Nodes HyperPod lists now.")
-    counts: dict[str, int] = Field(
-        description="Nodes by health status (a node with no health event counts as Healthy)."
-    )
-    unhealthy: list[NodeHealthView] = Field(description="Listed nodes that are not Healthy.")
-    gone: list[NodeHealthView] = Field(
-        default_factory=list,
-        description="Nodes with recorded health that HyperPod no longer lists (replaced or "
-        "deleted).",
-    )
-    recent_events: list[ClusterEvent] = Field(alias="recentEvents")
-    addons: dict[str, AddonHealth]
-    policy: HealthPolicy
-    policy_is_default: bool = Field(alias="policyIsDefault")
-
-
-class NodeHealthHistory(ApiModel):
-    tag: str
-    node_id: str = Field(alias="nodeId")
-    instance_group: str | None = Field(default=None, alias="instanceGroup")
-    latest: HealthEntry
-    history: list[HealthEntry] = Field(description="Newest first, at most 50.")
-
-
-class HealthPolicyView(ApiModel):
-    tag: str
-    policy: HealthPolicy
-    default: bool = Field(description="No policy was set: this is the default.")
 
 
 def _view(node: NodeHealth, group: str | None = None) -> NodeHealthView:

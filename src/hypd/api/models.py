@@ -13,6 +13,8 @@ from hypd.clusters.models import (
     EksCluster,
     HyperPodCluster,
 )
+from hypd.health.policy import HealthPolicy
+from hypd.health.records import AddonHealth, ClusterEvent, HealthEntry
 from hypd.instance_groups.views import InstanceGroupView
 from hypd.operations.models import (
     OPERATION_ID_PATTERN,
@@ -311,3 +313,47 @@ class InstanceGroupFieldView(ApiModel):
 
 class InstanceGroupFieldList(ApiModel):
     fields: list[InstanceGroupFieldView]
+
+
+# ---------------------------------------------------------------------------- health
+class NodeHealthView(ApiModel):
+    node_id: str = Field(alias="nodeId")
+    instance_group: str | None = Field(default=None, alias="instanceGroup")
+    status: str
+    latest: HealthEntry
+
+
+class HealthSummaryView(ApiModel):
+    tag: str
+    cluster_status: str | None = Field(
+        default=None, alias="clusterStatus", description="From the last state-change event."
+    )
+    status_time: str | None = Field(default=None, alias="statusTime")
+    nodes: int = Field(description="Nodes HyperPod lists now.")
+    counts: dict[str, int] = Field(
+        description="Nodes by health status (a node with no health event counts as Healthy)."
+    )
+    unhealthy: list[NodeHealthView] = Field(description="Listed nodes that are not Healthy.")
+    gone: list[NodeHealthView] = Field(
+        default_factory=list,
+        description="Nodes with recorded health that HyperPod no longer lists (replaced or "
+        "deleted).",
+    )
+    recent_events: list[ClusterEvent] = Field(alias="recentEvents")
+    addons: dict[str, AddonHealth]
+    policy: HealthPolicy
+    policy_is_default: bool = Field(alias="policyIsDefault")
+
+
+class NodeHealthHistory(ApiModel):
+    tag: str
+    node_id: str = Field(alias="nodeId")
+    instance_group: str | None = Field(default=None, alias="instanceGroup")
+    latest: HealthEntry
+    history: list[HealthEntry] = Field(description="Newest first, at most 50.")
+
+
+class HealthPolicyView(ApiModel):
+    tag: str
+    policy: HealthPolicy
+    default: bool = Field(description="No policy was set: this is the default.")
