@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from hypd.capacity.services import CapacityServices
 from hypd.capacity.strategies import In, Strategy, recorded, strategy_of
+from hypd.operations import steps
 from hypd.operations.models import Operation
 from hypd.operations.steps import OperationInput
 from hypd.tasks import TaskRouter
@@ -22,19 +23,9 @@ class Poll(Protocol):
 
 
 def polled(first: str, then: str) -> Callable[[Poll], Poll]:
-    """Register a stage's polling work as two tasks: `first` opens the stage's attempt, `then`
-    (after each Wait) looks again."""
-
-    def register(poll: Poll) -> Poll:
-        router.task(first, OperationInput)(
-            lambda task, services: poll(task, services, start=True)
-        )
-        router.task(then, OperationInput)(
-            lambda task, services: poll(task, services, start=False)
-        )
-        return poll
-
-    return register
+    """Register a stage's polling work on the capacity router as two tasks: `first` opens the
+    stage's attempt, `then` (after each Wait) looks again (`hypd.operations.steps.polled`)."""
+    return steps.polled(router, first, then)
 
 
 def load(services: CapacityServices, operation_id: str) -> tuple[Operation, Strategy[Any], Any]:
