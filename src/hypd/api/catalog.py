@@ -31,7 +31,7 @@ from hypd.api.models import (
 from hypd.aws import ec2 as ec2_api
 from hypd.catalog.instance_types import ZONE_NAME_PATTERN
 from hypd.catalog.models import HyperPodInstanceType, InstanceTypeFacts, TrainingPlan
-from hypd.create import catalog
+from hypd.create.catalog import offered_instance_types, training_plans
 from hypd.instance_groups.fields import GROUP_FIELDS
 
 TAGS = ["catalog"]
@@ -91,7 +91,7 @@ def list_instance_types(
         ),
     ] = None,
 ) -> InstanceTypeList:
-    offered = catalog.instance_types(services().ec2_client(), availability_zone)
+    offered = offered_instance_types(services().ec2_client(), availability_zone)
     return InstanceTypeList(
         availability_zone=availability_zone,
         instance_types=[instance_type_view(t, facts) for t, facts in offered],
@@ -115,7 +115,7 @@ def list_instance_types(
     },
 )
 def list_training_plans() -> TrainingPlanList:
-    plans = catalog.training_plans(services().sagemaker_client())
+    plans = training_plans(services().sagemaker_client())
     return TrainingPlanList(training_plans=[training_plan_view(p) for p in plans])
 
 

@@ -12,6 +12,9 @@ plans), which resolves a request into a :class:`ResolvedCreate`, is the create c
 The instance-group model is shared with the capacity routes of issue 6 (a group body there has the
 shape of an ``instanceGroups`` item here). These are models: they import nothing above
 `hypd.catalog`'s instance-type names and `hypd.errors`.
+
+About 600 lines, kept whole: one request body, its botocore limits and its field descriptions
+(most of the length), imported by name from here by the create and capacity code alike.
 """
 
 from __future__ import annotations

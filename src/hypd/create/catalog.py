@@ -63,7 +63,7 @@ def training_plans(client: Any) -> list[TrainingPlan]:
     return sagemaker_api.list_training_plans(client)
 
 
-def instance_types(
+def offered_instance_types(
     client: Any, zone: str | None = None
 ) -> list[tuple[HyperPodInstanceType, InstanceTypeFacts | None]]:
     """The HyperPod types the Region's zones offer (with `zone`: that zone), each with EC2's
