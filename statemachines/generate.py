@@ -828,6 +828,9 @@ def discover_definition(states: States | None = None) -> dict[str, Any]:
         "Catch": _catch(),
         "Next": "Link and record clusters",
     }
+    # The branches' states are not in this States map; their stages are recorded all the same.
+    states.stage_of["List EKS clusters"] = "eks-clusters"
+    states.stage_of["List HyperPod clusters"] = "hyperpod-clusters"
     states.stage = "record"
     states["Link and record clusters"] = task(
         "Link each HyperPod cluster to its EKS cluster and record the pairs (only those the "

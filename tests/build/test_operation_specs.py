@@ -70,3 +70,33 @@ def test_the_variable_names_follow_the_logical_ids() -> None:
     assert state_machine_variable("InstanceGroupStateMachine") == (
         "INSTANCE_GROUP_STATE_MACHINE_ARN")
     assert state_machine_variable("DiscoverStateMachine") == "DISCOVER_STATE_MACHINE_ARN"
+
+
+def _stages_generated(stem: str) -> set[str]:
+    """The stages the generator's states of `stem`.asl.json belong to."""
+    from statemachines import generate
+
+    states = generate.States()
+    builder = {
+        "create_cluster": generate._definition,
+        "instance_group": generate.instance_group_definition,
+        "node_action": generate.node_action_definition,
+        "enable_autoscaling": generate.enable_autoscaling_definition,
+        "disable_autoscaling": generate.disable_autoscaling_definition,
+        "discover": generate.discover_definition,
+    }[stem]
+    builder(states)
+    return set(states.stage_of.values())
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_each_generated_machine_has_exactly_the_stages_of_its_kinds(machine: str) -> None:
+    # The state machine's file, as the template names it
+    uri = TEMPLATE_DATA["Resources"][machine]["Properties"]["DefinitionUri"]
+    stem = uri.removeprefix("statemachines/").removesuffix(".asl.json")
+    # Its states belong to exactly the stages its kinds' specs declare (a machine may serve
+    # several kinds: the instance-group machine's add starts at network, update at hyperpod)
+    declared = {
+        stage for spec in SPECS.values() if spec.state_machine == machine for stage in spec.stages
+    }
+    assert _stages_generated(stem) == declared
