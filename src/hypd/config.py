@@ -55,7 +55,8 @@ class FunctionSettings(BaseModel):
         # An empty variable is an unset one (templates write "" for an absent optional ARN).
         present = {name: value for name, value in env.items() if value != ""}
         try:
-            return cls.model_validate(present)
+            # By the variables' names only: an unrelated variable named like a field is ignored.
+            return cls.model_validate(present, by_alias=True, by_name=False)
         except PydanticValidationError as exc:
             problems = [
                 f"{'.'.join(str(part) for part in error['loc'])}: "

@@ -60,3 +60,10 @@ def test_the_api_reads_the_state_machine_of_each_kind_from_its_spec() -> None:
     assert settings.state_machines == {
         OperationKind.CREATE_CLUSTER: "arn:aws:states:us-west-2:1:stateMachine:create"
     }
+
+
+def test_only_the_variables_names_are_read() -> None:
+    # A variable spelled like a field (not like its variable) is not configuration
+    settings = EventSettings.from_env({**BASE, "service_name": "other", "region": "eu-west-1"})
+    assert settings.service_name == "hypd-cluster-events"
+    assert settings.region == "us-west-2"
