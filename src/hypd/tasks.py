@@ -60,8 +60,8 @@ class TaskRouter:
     def names(self) -> list[str]:
         return sorted(self._tasks)
 
-    def dispatch(self, event: dict[str, Any], services: object | None = None) -> dict[str, Any]:
-        """Run the task the event names: `fn(input)`, or `fn(input, services)` when given.
+    def dispatch(self, event: dict[str, Any], services: object) -> dict[str, Any]:
+        """Run the task the event names: `fn(input, services)`.
 
         Raises:
             InvalidTaskInput: unknown task, or input that does not match its model.
@@ -78,7 +78,7 @@ class TaskRouter:
                 for error in exc.errors()
             )
             raise InvalidTaskInput(f"task {name}: {problems}") from exc
-        return fn(parsed) if services is None else fn(parsed, services)
+        return fn(parsed, services)
 
     def bind(self, services: Any) -> BoundTasks:
         """The tasks with one function's services: what its handler dispatches to."""

@@ -21,7 +21,7 @@ def router() -> TaskRouter:
     router = TaskRouter()
 
     @router.task("greet", GreetInput)
-    def greet(task: GreetInput) -> dict[str, Any]:
+    def greet(task: GreetInput, services: object) -> dict[str, Any]:
         return {"operationId": task.operation_id, "count": task.count}
 
     @router.task("other", TaskInput)
@@ -32,7 +32,7 @@ def router() -> TaskRouter:
 
 
 def test_dispatch_runs_the_named_task_with_parsed_input(router: TaskRouter) -> None:
-    result = router.dispatch({"task": "greet", "operationId": "op-1", "count": 3})
+    result = router.dispatch({"task": "greet", "operationId": "op-1", "count": 3}, None)
     assert result == {"operationId": "op-1", "count": 3}
     assert router.names == ["greet", "other"]
 
@@ -42,7 +42,7 @@ def test_unknown_task_is_invalid_input_listing_known_tasks(
     router: TaskRouter, event: dict[str, Any]
 ) -> None:
     with pytest.raises(InvalidTaskInput, match=r"unknown task .*; known tasks: greet, other"):
-        router.dispatch(event)
+        router.dispatch(event, None)
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_invalid_input_names_the_field(
     router: TaskRouter, event: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(InvalidTaskInput, match=f"task greet: {field}: ") as raised:
-        router.dispatch(event)
+        router.dispatch(event, None)
     assert type(raised.value).__name__ == "InvalidTaskInput"
 
 

@@ -50,10 +50,6 @@ class StaleExecution(PermanentError):
     code = "StaleExecution"
 
 
-class Poll(Protocol):
-    def __call__(self, task: OperationInput, *, start: bool) -> dict[str, Any]: ...
-
-
 class ServicePoll(Protocol):
     """A module-level task module's polling work: its input, the function's services."""
 
@@ -65,8 +61,7 @@ SP = TypeVar("SP", bound=ServicePoll)
 
 def polled(router: TaskRouter, first: str, then: str) -> Callable[[SP], SP]:
     """Register a stage's polling work on a module-level router as two tasks: `first` opens
-    the stage's attempt, `then` (after each Wait) looks again (`Steps.polled` for a router
-    built around its services)."""
+    the stage's attempt, `then` (after each Wait) looks again."""
 
     def register(poll: SP) -> SP:
         router.task(first, OperationInput)(
@@ -147,17 +142,6 @@ class Steps:
             summarize=summarize,
             progress=progress,
         )
-
-    def polled(self, router: TaskRouter, first: str, then: str) -> Callable[[Poll], Poll]:
-        """Register a stage's polling work as two tasks: `first` opens the stage's attempt,
-        `then` (after each Wait) looks again."""
-
-        def register(poll: Poll) -> Poll:
-            router.task(first, OperationInput)(lambda task: poll(task, start=True))
-            router.task(then, OperationInput)(lambda task: poll(task, start=False))
-            return poll
-
-        return register
 
     @staticmethod
     def output_of(operation: Operation, stage: str, model: type[M]) -> M:
