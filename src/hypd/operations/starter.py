@@ -222,9 +222,11 @@ class Starter:
             if new_cluster is not None and 1 in failed:
                 raise cluster_exists(new_cluster.tag, self.clusters.find(new_cluster.tag))
             raise ConflictError(f"operation {operation.id} exists already")
+        # Other transactions held these items on every attempt: a start of the same scope.
         raise ConflictError(
-            f"another operation took the lock for {scope} at the same moment",
-            details={"scope": scope},
+            f"another operation started for {scope or operation.id} at the same moment; "
+            "try again",
+            details={"scope": scope} if scope else {"operationId": operation.id},
         )
 
     def _execute(
