@@ -8,9 +8,17 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hypd import clock
-from hypd.aws.errors import all_pages, code_in, error_code, translated, unless_not_found
+from hypd.aws.errors import (
+    NETWORK_ERRORS,
+    all_pages,
+    code_in,
+    error_code,
+    translate,
+    translated,
+    unless_not_found,
+)
 from hypd.clusters.models import EksCluster
-from hypd.errors import PermanentError
+from hypd.errors import ConcurrentUpdate, PermanentError
 
 
 class UnsupportedAvailabilityZone(PermanentError):
@@ -218,3 +226,99 @@ def create_addon(client: Any, params: dict[str, Any]) -> dict[str, Any] | None:
         _IN_USE,
     )
     return addon
+
+
+def list_addon_names(client: Any, cluster_name: str) -> list[str]:
+    return sorted(
+        all_pages(
+            client, "list_addons", "addons", f"listing add-ons of EKS cluster {cluster_name}",
+            clusterName=cluster_name,
+        )
+    )
+
+
+def delete_addon(client: Any, cluster_name: str, addon_name: str) -> bool:
+    """Start deleting the add-on (its software goes too: ``preserve`` false); False when it was
+    not there."""
+    answer = unless_not_found(
+        lambda: client.delete_addon(
+            clusterName=cluster_name, addonName=addon_name, preserve=False
+        ),
+        f"deleting add-on {addon_name} of EKS cluster {cluster_name}",
+        _NOT_FOUND,
+    )
+    return answer is not None
+
+
+def update_addon(client: Any, params: dict[str, Any]) -> None:
+    """UpdateAddon. Raises ConcurrentUpdate while the add-on is being created or updated
+    (ResourceInUseException: retried)."""
+    action = f"updating add-on {params['addonName']} of EKS cluster {params['clusterName']}"
+    try:
+        client.update_addon(**params)
+    except ClientError as exc:
+        if error_code(exc) == "ResourceInUseException":
+            raise ConcurrentUpdate(
+                f"{action}: {exc.response['Error'].get('Message', '')}",
+                details={"awsErrorCode": error_code(exc)},
+            ) from exc
+        raise translate(exc, action) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, action) from exc
+
+
+def list_pod_identity_associations(client: Any, cluster_name: str) -> list[dict[str, Any]]:
+    """The summaries (namespace, serviceAccount, associationId, ownerArn...) of the cluster's
+    pod identity associations."""
+    return all_pages(
+        client,
+        "list_pod_identity_associations",
+        "associations",
+        f"listing pod identity associations of EKS cluster {cluster_name}",
+        clusterName=cluster_name,
+    )
+
+
+def describe_pod_identity_association(
+    client: Any, cluster_name: str, association_id: str
+) -> dict[str, Any] | None:
+    association: dict[str, Any] | None = unless_not_found(
+        lambda: client.describe_pod_identity_association(
+            clusterName=cluster_name, associationId=association_id
+        )["association"],
+        f"describing pod identity association {association_id} of EKS cluster {cluster_name}",
+        _NOT_FOUND,
+    )
+    return association
+
+
+def create_pod_identity_association(client: Any, params: dict[str, Any]) -> dict[str, Any] | None:
+    """CreatePodIdentityAssociation's ``association``; None when the service account has one."""
+    association: dict[str, Any] | None = unless_not_found(
+        lambda: client.create_pod_identity_association(**params)["association"],
+        f"creating the pod identity association of {params['namespace']}/"
+        f"{params['serviceAccount']} on EKS cluster {params['clusterName']}",
+        _IN_USE,
+    )
+    return association
+
+
+def delete_pod_identity_association(client: Any, cluster_name: str, association_id: str) -> None:
+    unless_not_found(
+        lambda: client.delete_pod_identity_association(
+            clusterName=cluster_name, associationId=association_id
+        ),
+        f"deleting pod identity association {association_id} of EKS cluster {cluster_name}",
+        _NOT_FOUND,
+    )
+
+
+def update_pod_identity_association(
+    client: Any, cluster_name: str, association_id: str, role_arn: str
+) -> None:
+    translated(
+        lambda: client.update_pod_identity_association(
+            clusterName=cluster_name, associationId=association_id, roleArn=role_arn
+        ),
+        f"updating pod identity association {association_id} of EKS cluster {cluster_name}",
+    )

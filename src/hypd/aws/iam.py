@@ -1,4 +1,5 @@
-"""IAM adapter: the roles hypd makes for a cluster (the autoscaling cluster role)."""
+"""IAM adapter: the roles hypd makes for a cluster (the autoscaling cluster role, the feature
+roles) and the cluster's OIDC provider."""
 
 from __future__ import annotations
 
@@ -140,6 +141,8 @@ def delete_role(client: Any, name: str) -> bool:
     )
     if names is None:
         return False
+    for policy_arn in attached_policies(client, name):
+        detach_policy(client, name, policy_arn)
     for policy in names.get("PolicyNames") or []:
         _call(
             f"deleting inline policy {policy} of IAM role {name}",
@@ -150,3 +153,98 @@ def delete_role(client: Any, name: str) -> bool:
         f"deleting IAM role {name}", lambda: client.delete_role(RoleName=name), missing_ok=True
     )
     return deleted is not None
+
+
+def attached_policies(client: Any, role: str) -> list[str]:
+    """The ARNs of the managed policies attached to the role (none when there is no role)."""
+    answer = _call(
+        f"listing the managed policies of IAM role {role}",
+        lambda: client.list_attached_role_policies(RoleName=role),
+        missing_ok=True,
+    )
+    return sorted(p["PolicyArn"] for p in (answer or {}).get("AttachedPolicies") or [])
+
+
+def attach_policy(client: Any, role: str, policy_arn: str) -> None:
+    _call(
+        f"attaching {policy_arn} to IAM role {role}",
+        lambda: client.attach_role_policy(RoleName=role, PolicyArn=policy_arn),
+    )
+
+
+def detach_policy(client: Any, role: str, policy_arn: str) -> None:
+    _call(
+        f"detaching {policy_arn} from IAM role {role}",
+        lambda: client.detach_role_policy(RoleName=role, PolicyArn=policy_arn),
+        missing_ok=True,
+    )
+
+
+def delete_inline_policy(client: Any, role: str, policy: str) -> None:
+    _call(
+        f"deleting inline policy {policy} of IAM role {role}",
+        lambda: client.delete_role_policy(RoleName=role, PolicyName=policy),
+        missing_ok=True,
+    )
+
+
+# ---------------------------------------------------------------------------- OIDC providers
+@dataclass(frozen=True)
+class OidcProvider:
+    arn: str
+    url: str
+    """Without the scheme, as IAM keeps it (``oidc.eks.us-west-2.amazonaws.com/id/ABC``)."""
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def oidc_provider_arn(partition: str, account: str, issuer: str) -> str:
+    """The ARN IAM gives the provider of `issuer` (an EKS cluster's ``identity.oidc.issuer``)."""
+    return f"arn:{partition}:iam::{account}:oidc-provider/{issuer.removeprefix('https://')}"
+
+
+def get_oidc_provider(client: Any, arn: str) -> OidcProvider | None:
+    answer = _call(
+        f"reading IAM OIDC provider {arn}",
+        lambda: client.get_open_id_connect_provider(OpenIDConnectProviderArn=arn),
+        missing_ok=True,
+    )
+    if answer is None:
+        return None
+    return OidcProvider(
+        arn=arn,
+        url=str(answer.get("Url") or arn.split(":oidc-provider/", 1)[-1]),
+        tags={t["Key"]: t["Value"] for t in answer.get("Tags") or []},
+    )
+
+
+def create_oidc_provider(client: Any, issuer: str, tags: dict[str, str]) -> str:
+    """The provider's ARN; one that exists already is kept (EntityAlreadyExists)."""
+    action = f"creating the IAM OIDC provider of {issuer}"
+    try:
+        answer = client.create_open_id_connect_provider(
+            Url=issuer,
+            ClientIDList=["sts.amazonaws.com"],
+            Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())],
+        )
+        return str(answer["OpenIDConnectProviderArn"])
+    except ClientError as exc:
+        if error_code(exc) != "EntityAlreadyExists":
+            raise translate(exc, action) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, action) from exc
+    providers = _call(
+        "listing IAM OIDC providers", lambda: client.list_open_id_connect_providers()
+    )
+    host = issuer.removeprefix("https://")
+    for provider in providers.get("OpenIDConnectProviderList") or []:
+        if str(provider["Arn"]).endswith(f":oidc-provider/{host}"):
+            return str(provider["Arn"])
+    raise AwsUnavailable(f"{action}: it exists, but IAM does not list it yet")
+
+
+def delete_oidc_provider(client: Any, arn: str) -> None:
+    _call(
+        f"deleting IAM OIDC provider {arn}",
+        lambda: client.delete_open_id_connect_provider(OpenIDConnectProviderArn=arn),
+        missing_ok=True,
+    )

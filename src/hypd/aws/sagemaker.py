@@ -272,3 +272,67 @@ def list_cluster_events(
         client, "list_cluster_events", "Events", f"listing events of HyperPod cluster {name}",
         **kwargs,
     )
+
+
+# ---------------------------------------------------------------------------- task governance
+def list_scheduler_configs(client: Any, cluster_arn: str) -> list[dict[str, Any]]:
+    """The cluster's scheduler configs (summaries), newest first, Deleted ones left out."""
+    summaries = all_pages(
+        client,
+        "list_cluster_scheduler_configs",
+        "ClusterSchedulerConfigSummaries",
+        f"listing the scheduler configs of HyperPod cluster {cluster_arn}",
+        ClusterArn=cluster_arn,
+    )
+    return [s for s in summaries if s.get("Status") != "Deleted"]
+
+
+def describe_scheduler_config(client: Any, config_id: str) -> dict[str, Any] | None:
+    answer: dict[str, Any] | None = unless_not_found(
+        lambda: client.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config_id),
+        f"describing scheduler config {config_id}",
+        _cluster_not_found,
+    )
+    return answer
+
+
+def list_compute_quotas(client: Any, cluster_arn: str) -> list[dict[str, Any]]:
+    summaries = all_pages(
+        client,
+        "list_compute_quotas",
+        "ComputeQuotaSummaries",
+        f"listing the compute quotas of HyperPod cluster {cluster_arn}",
+        ClusterArn=cluster_arn,
+    )
+    return [s for s in summaries if s.get("Status") != "Deleted"]
+
+
+def describe_compute_quota(client: Any, quota_id: str) -> dict[str, Any] | None:
+    answer: dict[str, Any] | None = unless_not_found(
+        lambda: client.describe_compute_quota(ComputeQuotaId=quota_id),
+        f"describing compute quota {quota_id}",
+        _cluster_not_found,
+    )
+    return answer
+
+
+def governance_call(client: Any, operation: str, action: str, **params: Any) -> dict[str, Any]:
+    """One create, update or delete of a scheduler config or compute quota.
+
+    Raises:
+        ClusterBusy: ConflictException (another change in progress, a stale version: retried).
+        AwsThrottled, AwsUnavailable, AwsAccessDenied, AwsResourceNotFound, AwsRequestRejected.
+    """
+    try:
+        answer: dict[str, Any] = getattr(client, operation)(**params)
+        return answer
+    except ClientError as exc:
+        code = error_code(exc)
+        if code == "ConflictException":
+            raise ClusterBusy(
+                f"{action}: {code}: {exc.response['Error'].get('Message', '')}",
+                details={"awsErrorCode": code},
+            ) from exc
+        raise translate(exc, action) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, action) from exc

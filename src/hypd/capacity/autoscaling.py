@@ -13,7 +13,6 @@ the NodeClass. Karpenter scales a group with nodes down to zero when idle.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hypd.capacity.live import LiveCluster
 from hypd.capacity.requests import MAX_NODE_CLASS_GROUPS, AutoscalingRequest
-from hypd.clusters.create_request import NAME_PREFIX, Problem
+from hypd.clusters.create_request import Problem, cluster_role_name
 from hypd.clusters.models import HYPD_TAG_KEY
 
 DEFAULT_CONSOLIDATE_AFTER = "5m"
@@ -44,7 +43,7 @@ prerequisite of autoscaling."""
 
 ROLE_PATH = "/hypd/"
 ROLE_POLICY_NAME = "hyperpod-autoscaling"
-ROLE_NAME_MAX = 64
+
 HYPERPOD_SERVICE = "hyperpod.sagemaker.amazonaws.com"
 NODE_ACTIONS = ("sagemaker:BatchAddClusterNodes", "sagemaker:BatchDeleteClusterNodes")
 
@@ -158,12 +157,7 @@ def warnings(live: LiveCluster, names: Sequence[str]) -> list[str]:
 # ---------------------------------------------------------------------------- the role
 def role_name(tag: str) -> str:
     """``hypd-{tag}-autoscaling``, or a hash-shortened form that fits IAM's 64 characters."""
-    name = f"{NAME_PREFIX}{tag}-autoscaling"
-    if len(name) <= ROLE_NAME_MAX:
-        return name
-    digest = hashlib.sha256(tag.encode()).hexdigest()[:8]
-    keep = ROLE_NAME_MAX - len(NAME_PREFIX) - len(digest) - len("--as")
-    return f"{NAME_PREFIX}{tag[:keep]}-{digest}-as"
+    return cluster_role_name(tag, "autoscaling", "as")
 
 
 def trust_policy() -> dict[str, Any]:

@@ -19,6 +19,7 @@ About 600 lines, kept whole: one request body, its botocore limits and its field
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,22 @@ def eks_cluster_name(tag: str) -> str:
 def hyperpod_cluster_name(tag: str) -> str:
     """The HyperPod cluster a created cluster gets: ``hypd-{tag}``."""
     return f"{NAME_PREFIX}{tag}"
+
+
+ROLE_NAME_MAX = 64
+"""IAM's limit on a role name."""
+
+
+def cluster_role_name(tag: str, suffix: str, short: str, *, prefix: str = NAME_PREFIX) -> str:
+    """The name of an IAM role hypd makes for cluster `tag`: ``{prefix}{tag}-{suffix}``, or, when
+    that is longer than IAM allows, ``{prefix}{tag[:n]}-{hash}-{short}`` (a hash of the whole tag
+    keeps the names of two long tags apart)."""
+    name = f"{prefix}{tag}-{suffix}"
+    if len(name) <= ROLE_NAME_MAX:
+        return name
+    digest = hashlib.sha256(tag.encode()).hexdigest()[:8]
+    keep = ROLE_NAME_MAX - len(prefix) - len(digest) - len(short) - 2
+    return f"{prefix}{tag[:keep]}-{digest}-{short}"
 
 
 # ---------------------------------------------------------------------------- create-time fields

@@ -132,12 +132,14 @@ BASE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 CSI_DRIVERS: Mapping[str, str] = {"s3": "aws-mountpoint-s3-csi-driver", "fsx": "aws-fsx-csi-driver"}
 
 
-def plan_addons(storage_kind: str, *, extras: Iterable[str] = ()) -> list[AddonSpec]:
-    """The add-ons of a new cluster with `storage_kind` storage (``s3`` or ``fsx``), plus
-    `extras` and everything they need, in a dependency order (each after its prerequisites)."""
-    if storage_kind not in CSI_DRIVERS:
+def plan_addons(storage_kind: str | None, *, extras: Iterable[str] = ()) -> list[AddonSpec]:
+    """The add-ons of a new cluster with `storage_kind` storage (``s3`` or ``fsx``; None: no
+    storage driver), plus `extras` and everything they need, in a dependency order (each after
+    its prerequisites)."""
+    if storage_kind is not None and storage_kind not in CSI_DRIVERS:
         raise ValueError(f"unknown storage kind {storage_kind!r} (expected s3 or fsx)")
-    wanted = [*BASE_ADDONS, CSI_DRIVERS[storage_kind], *extras]
+    storage = [CSI_DRIVERS[storage_kind]] if storage_kind else []
+    wanted = [*BASE_ADDONS, *storage, *extras]
     ordered: list[AddonSpec] = []
     visiting: set[str] = set()
 
@@ -299,6 +301,7 @@ def create_addon_params(
     version: str,
     pod_identity_role_arn: str | None,
     client_token: str | None,
+    tags: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The CreateAddon request hypd sends for `spec` (pure)."""
     params: dict[str, Any] = {
@@ -307,6 +310,8 @@ def create_addon_params(
         "addonVersion": version,
         "resolveConflicts": "OVERWRITE",
     }
+    if tags:
+        params["tags"] = dict(tags)
     if client_token:
         params["clientRequestToken"] = f"{client_token}-{spec.name}"
     if spec.service_account and pod_identity_role_arn:
@@ -326,6 +331,7 @@ def advance_addons(
     client_token: str | None = None,
     awaiting_nodes: bool = True,
     now: datetime | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> AddonProgress:
     """One step of installing `plan` on `cluster_name` (see the module docstring).
 
@@ -333,7 +339,8 @@ def advance_addons(
     (DescribeAddonVersions); None reads it from the cluster. `pod_identity_roles` maps an
     add-on's name to the role its service account's pod identity association gets (an add-on
     with a service account but no role gets no association). `client_token` prefixes each
-    CreateAddon's token (``{client_token}-{addon}``). Raises `AddonFailed`, `AddonUnavailable`.
+    CreateAddon's token (``{client_token}-{addon}``); `tags` go on each add-on it creates.
+    Raises `AddonFailed`, `AddonUnavailable`.
     """
     roles = pod_identity_roles or {}
     names = {spec.name for spec in plan}
@@ -372,6 +379,7 @@ def advance_addons(
             version=version,
             pod_identity_role_arn=roles.get(spec.name),
             client_token=client_token,
+            tags=tags,
         )
         addon = eks_api.create_addon(eks, params)
         if addon is None:  # created since we looked (a concurrent or retried attempt)

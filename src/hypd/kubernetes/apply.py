@@ -449,3 +449,24 @@ def delete_object(
             return False
         raise
     return True
+
+
+def not_ready(obj: Mapping[str, Any], kind: str) -> str | None:
+    """Why a Deployment, StatefulSet, DaemonSet or CRD as read is not ready (None: it is)."""
+    if kind == "Deployment" and not obj.get("status"):
+        return "no status yet"
+    return _not_ready(obj, kind)
+
+
+def list_objects(
+    api_client: ApiClient, api_version: str, kind: str, namespace: str | None = None
+) -> list[dict[str, Any]]:
+    """Every object of the kind (in `namespace`, or all); empty when the kind is not served."""
+    discovery = Discovery(api_client)
+    rtype = discovery.resolve(api_version, kind)
+    if rtype is None:
+        return []
+    path = rtype.path("", namespace if rtype.namespaced else None).rstrip("/")
+    body = _request(api_client, "GET", path).body
+    items = body.get("items") if isinstance(body, Mapping) else None
+    return [dict(item) for item in items or [] if isinstance(item, Mapping)]

@@ -1,0 +1,1 @@
+"""Managed features as reconciled state (docs/features.md)."""

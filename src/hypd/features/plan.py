@@ -1,0 +1,108 @@
+"""From a request and what is there to what must change (pure; docs/features.md).
+
+`target` resolves the features a request names into their desired state: ``enabled`` as sent
+(else as it is) and the sent settings over the current ones. `changes` says what differs from the
+snapshot: empty means the request matches reality (200 ``changed: false``). `check` refuses what
+cannot be done, naming the field. Features the request does not name are never in the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypd.clusters.feature_request import FeaturesRequest
+from hypd.errors import ConflictError, ValidationError
+from hypd.features.catalog import FEATURES, Feature
+from hypd.features.state import Snapshot, feature_status, settings_of
+
+
+@dataclass(frozen=True)
+class FeatureTarget:
+    feature: Feature
+    enabled: bool
+    settings: dict[str, Any]
+    """By API name: the sent ones over the current ones."""
+
+
+def target(request: FeaturesRequest, snapshot: Snapshot) -> dict[str, FeatureTarget]:
+    """The desired state of each feature `request` names (see the module docstring)."""
+    out: dict[str, FeatureTarget] = {}
+    for name, sent in request.named().items():
+        feature = FEATURES[name]
+        enabled = snapshot.enabled(feature) if sent.enabled is None else sent.enabled
+        settings = {**settings_of(snapshot, feature), **sent.sent_settings()} if enabled else {}
+        out[name] = FeatureTarget(feature, enabled, settings)
+    return out
+
+
+def changes(targets: dict[str, FeatureTarget], snapshot: Snapshot) -> dict[str, list[str]]:
+    """Feature -> what changes (``enabled``, setting names, ``repair``); empty: nothing to do."""
+    out: dict[str, list[str]] = {}
+    for name, wanted in targets.items():
+        feature = wanted.feature
+        now_on = snapshot.enabled(feature)
+        if wanted.enabled != now_on:
+            out[name] = ["enabled"]
+            continue
+        if not wanted.enabled:
+            continue
+        current = settings_of(snapshot, feature)
+        differing = [k for k, v in wanted.settings.items() if current.get(k) != v]
+        status, _problems = feature_status(snapshot, feature)
+        if status not in ("ACTIVE", "CREATING", "UPDATING"):
+            differing.append("repair")
+        if differing:
+            out[name] = differing
+    return out
+
+
+def check(request: FeaturesRequest, snapshot: Snapshot, storage_bucket: str | None) -> None:
+    """Refuse a request that cannot be carried out, naming the field.
+
+    Raises:
+        ValidationError: settings for a feature left off; the inference operator without a TLS
+            bucket on a cluster without S3 storage.
+        ConflictError: task governance turned off while teams (compute quotas) exist.
+    """
+    for name, sent in request.named().items():
+        feature = FEATURES[name]
+        enabled = snapshot.enabled(feature) if sent.enabled is None else sent.enabled
+        settings = sent.sent_settings()
+        if settings and not enabled:
+            field = f"{name}.{next(iter(settings))}"
+            raise ValidationError(
+                f"{field}: {feature.title} is off; send \"enabled\": true with its settings",
+                details={"field": field},
+            )
+    inference = request.inference_operator
+    if inference is not None and inference.enabled:
+        current = settings_of(snapshot, FEATURES["inferenceOperator"])
+        if not (inference.tls_certificate_bucket or current.get("tlsCertificateBucket")
+                or storage_bucket):
+            field = "inferenceOperator.tlsCertificateBucket"
+            raise ValidationError(
+                f"{field}: the inference operator writes TLS certificates to an S3 bucket and "
+                "this cluster has no S3 storage to default to: name a bucket",
+                details={"field": field},
+            )
+    governance = request.task_governance
+    if governance is not None and governance.enabled is False and snapshot.quotas:
+        teams = sorted(
+            str((q.get("ComputeQuotaTarget") or {}).get("TeamName") or q.get("Name"))
+            for q in snapshot.quotas
+        )
+        raise ConflictError(
+            "taskGovernance: teams " + ", ".join(teams) + " still have compute quotas; delete "
+            "them first (DELETE /clusters/{tag}/teams/{team})",
+            details={"field": "taskGovernance.enabled", "teams": teams},
+        )
+
+
+def enabled_after(targets: dict[str, FeatureTarget], snapshot: Snapshot) -> list[Feature]:
+    """The features on once `targets` are reached: the targets' and the others as they are."""
+    return [
+        f
+        for f in FEATURES.values()
+        if (targets[f.name].enabled if f.name in targets else snapshot.enabled(f))
+    ]
