@@ -445,16 +445,18 @@ an update in minutes; the state-change event normally ends the wait)."""
 
 
 def finish(
-    states: States, *, done: str, done_comment: str, resource: str, failed_error: str
+    states: States, *, done: str, done_comment: str, resource: str, failed_error: str,
+    tasks: tuple[str, str] = ("finish-capacity", "fail-capacity"),
 ) -> None:
-    """The success recorder (`done`) and the one failure recorder every Catch goes to."""
+    """The success recorder (`done`) and the one failure recorder every Catch goes to
+    (`tasks`: the kind's own succeed and fail tasks)."""
     states.stage = None
     states[done] = task(
-        done_comment, "finish-capacity", "Done", resource=resource, result_path=None
+        done_comment, tasks[0], "Done", resource=resource, result_path=None
     )
     states["Done"] = {"Type": "Succeed"}
     states[FAILURE] = recorder(
-        "fail-capacity", "Failed", resource=resource, comment=KEEPS_EARLIER_STAGES
+        tasks[1], "Failed", resource=resource, comment=KEEPS_EARLIER_STAGES
     )
     states["Failed"] = {"Type": "Fail", "Error": failed_error}
 
@@ -779,6 +781,60 @@ def disable_autoscaling_definition(states: States | None = None) -> dict[str, An
     }
 
 
+# ---------------------------------------------------------------------------- features
+FEATURE_TASKS = "${FeatureTasksFunctionArn}"
+FEATURE_PHASES = {
+    "prerequisites": ("Install prerequisites", "Shared add-ons, the OIDC provider, the AMP "
+                      "workspace, the feature roles and pod identity associations."),
+    "addons": ("Apply feature add-ons", "CreateAddon or DeleteAddon per feature, "
+               "TieredStorageConfig, the scheduler config."),
+    "verify": ("Verify features", "Add-ons ACTIVE and healthy, CRDs served, controllers "
+               "available, settings read back."),
+    "cleanup": ("Remove what is no longer needed", "Associations and roles of features turned "
+                "off, then shared prerequisites nothing needs that hypd installed."),
+}
+
+
+def set_features_definition(states: States | None = None) -> dict[str, Any]:
+    """set-features: prerequisites, addons, verify, cleanup (each a polled reconcile step)."""
+    states = States() if states is None else states
+    phases = list(FEATURE_PHASES)
+    start(states, {phase: FEATURE_PHASES[phase][0] for phase in phases})
+    for index, phase in enumerate(phases):
+        title, comment = FEATURE_PHASES[phase]
+        following = FEATURE_PHASES[phases[index + 1]][0] if index + 1 < len(phases) else (
+            "Record outcome")
+        states.stage = phase
+        poll(
+            states,
+            first=title,
+            first_comment=comment,
+            first_task=f"features-{phase}",
+            ready_choice=f"{title}: done?",
+            wait=f"{title}: wait",
+            wait_comment="What was started is still on its way.",
+            check=f"{title}: look again",
+            check_comment="Read the actual state again and do what is still missing.",
+            check_task=f"features-{phase}-check",
+            then=following,
+            resource=FEATURE_TASKS,
+        )
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Mark the operation SUCCEEDED with the features as they are.",
+        resource=FEATURE_TASKS,
+        failed_error="SetFeaturesFailed",
+        tasks=("finish-features", "fail-features"),
+    )
+    return {
+        "Comment": "Bring a cluster's managed features to what a request named, prerequisites "
+        "first (docs/features.md).",
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
 # ---------------------------------------------------------------------------- discover
 DISCOVER_TASK_TIMEOUT = 120
 """DiscoverFunction's own timeout: one task lists and describes every cluster of a kind."""
@@ -881,6 +937,7 @@ MACHINES: dict[str, Any] = {
     "enable_autoscaling": lambda: enable_autoscaling_definition(),
     "disable_autoscaling": lambda: disable_autoscaling_definition(),
     "discover": lambda: discover_definition(),
+    "set_features": lambda: set_features_definition(),
 }
 """File stem -> definition of every state machine this script writes."""
 

@@ -90,22 +90,38 @@ class ApiSettings(FunctionSettings):
         return data
 
 
-class CreateTaskSettings(FunctionSettings):
+class CsiDriverRoles(FunctionSettings):
+    """The deployment's CSI driver roles, for the functions that install the drivers."""
+
+    s3_csi_driver_role_arn: str | None = Field(default=None, alias="S3_CSI_DRIVER_ROLE_ARN")
+    fsx_csi_driver_role_arn: str | None = Field(default=None, alias="FSX_CSI_DRIVER_ROLE_ARN")
+
+    def csi_roles(self) -> dict[str, str]:
+        """The role of each CSI driver add-on's pod identity (each driver its own)."""
+        roles = {
+            "aws-mountpoint-s3-csi-driver": self.s3_csi_driver_role_arn,
+            "aws-fsx-csi-driver": self.fsx_csi_driver_role_arn,
+        }
+        return {addon: role for addon, role in roles.items() if role}
+
+
+class CreateTaskSettings(CsiDriverRoles):
     """The create-cluster pipeline's tasks (ClusterTasksFunction)."""
 
     eks_cluster_role_arn: str = Field(alias="EKS_CLUSTER_ROLE_ARN")
     hyperpod_execution_role_arn: str = Field(alias="HYPERPOD_EXECUTION_ROLE_ARN")
     dependency_chart: str = Field(alias="DEPENDENCY_CHART")
-    s3_csi_driver_role_arn: str | None = Field(default=None, alias="S3_CSI_DRIVER_ROLE_ARN")
-    fsx_csi_driver_role_arn: str | None = Field(default=None, alias="FSX_CSI_DRIVER_ROLE_ARN")
     network_stack_role_arn: str | None = Field(default=None, alias="NETWORK_STACK_ROLE_ARN")
     kubernetes_access_roles: tuple[str, ...] = Field(
         default=(), alias="KUBERNETES_ACCESS_ROLE_ARNS"
     )
     """The roles of the other functions that use the cluster's Kubernetes API (the capacity
     tasks): each gets an access entry of its own, as this function does. Comma-separated."""
+    kubernetes_read_roles: tuple[str, ...] = Field(default=(), alias="KUBERNETES_READ_ROLE_ARNS")
+    """The roles that only read the cluster's Kubernetes API (the API function's feature
+    reads): an access entry with AmazonEKSAdminViewPolicy. Comma-separated."""
 
-    @field_validator("kubernetes_access_roles", mode="before")
+    @field_validator("kubernetes_access_roles", "kubernetes_read_roles", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -119,6 +135,14 @@ class CapacityTaskSettings(FunctionSettings):
     hyperpod_execution_role_arn: str = Field(alias="HYPERPOD_EXECUTION_ROLE_ARN")
     autoscaling_role_boundary_arn: str | None = Field(
         default=None, alias="AUTOSCALING_ROLE_BOUNDARY_ARN"
+    )
+
+
+class FeatureTaskSettings(CsiDriverRoles):
+    """The managed features' tasks (FeatureTasksFunction)."""
+
+    feature_role_boundary_arn: str | None = Field(
+        default=None, alias="FEATURE_ROLE_BOUNDARY_ARN"
     )
 
 

@@ -48,9 +48,11 @@ def test_the_api_is_told_every_state_machine() -> None:
 
 
 def test_the_api_may_start_every_state_machine() -> None:
+    # In ApiOperationsPolicy, attached to the API's role (see template.yaml).
+    policy = TEMPLATE_DATA["Resources"]["ApiOperationsPolicy"]["Properties"]
+    assert policy["Roles"] == [{"Ref": "ApiFunctionRole"}]
     (statement,) = [
-        s for policy in _api()["Policies"] for s in policy.get("Statement", [])
-        if s.get("Sid") == "StartOperations"
+        s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "StartOperations"
     ]
     assert statement["Action"] == ["states:StartExecution"]
     assert _refs(statement["Resource"]) == MACHINES
@@ -84,6 +86,7 @@ def _stages_generated(stem: str) -> set[str]:
         "enable_autoscaling": generate.enable_autoscaling_definition,
         "disable_autoscaling": generate.disable_autoscaling_definition,
         "discover": generate.discover_definition,
+        "set_features": generate.set_features_definition,
     }[stem]
     builder(states)
     return set(states.stage_of.values())

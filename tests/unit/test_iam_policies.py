@@ -44,10 +44,20 @@ TRANSACTION_ITEM_ACTIONS = {
 
 
 def policy_actions(template: dict[str, Any], logical_id: str) -> set[str]:
+    """The actions a function's policies allow, and those of the managed policies attached to
+    its role (`Roles: [!Ref <Function>Role]`)."""
     actions: set[str] = set()
-    for policy in template["Resources"][logical_id]["Properties"].get("Policies", []):
-        if not isinstance(policy, dict) or "Statement" not in policy:
-            continue  # SAM policy templates
+    documents = [
+        policy for policy in template["Resources"][logical_id]["Properties"].get("Policies", [])
+        if isinstance(policy, dict) and "Statement" in policy  # not SAM policy templates
+    ]
+    documents += [
+        resource["Properties"]["PolicyDocument"]
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::IAM::ManagedPolicy"
+        and {"Ref": f"{logical_id}Role"} in (resource["Properties"].get("Roles") or [])
+    ]
+    for policy in documents:
         for statement in policy["Statement"]:
             if statement.get("Effect") != "Allow":
                 continue

@@ -18,6 +18,7 @@ from hypd import errors
 from hypd.capacity.tasks import router as capacity_tasks_router
 from hypd.create.tasks import router as create_router
 from hypd.discovery.tasks import router as discover_router
+from hypd.features.tasks import router as feature_tasks_router
 from hypd.operations.tasks import router as operation_tasks_router
 from hypd.tasks import TaskRouter
 from tests.unit.support import ROOT, load_template
@@ -233,6 +234,7 @@ def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
         "ClusterTasksFunction": create_router,
         "CapacityTasksFunction": capacity_tasks_router,
         "DiscoverFunction": discover_router,
+        "FeatureTasksFunction": feature_tasks_router,
     }
     routers: dict[str, TaskRouter] = {}
     for resource in template["Resources"].values():

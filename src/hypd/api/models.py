@@ -357,3 +357,24 @@ class HealthPolicyView(ApiModel):
     tag: str
     policy: HealthPolicy
     default: bool = Field(description="No policy was set: this is the default.")
+
+
+# ---------------------------------------------------------------------------- features
+class FeaturesView(ApiModel):
+    """Each managed feature as it really is (read from AWS and Kubernetes)."""
+
+    tag: str
+    features: dict[str, dict[str, Any]] = Field(
+        description="By feature: enabled, status, version, its settings, requires, requiredBy "
+        "(and problems, when something is wrong)."
+    )
+    prerequisites: dict[str, dict[str, Any]] = Field(
+        description="The shared prerequisite add-ons: installed, status, installedBy (hypd or "
+        "other), requiredBy."
+    )
+    kubernetes_readable: bool = Field(alias="kubernetesReadable")
+
+
+class FeaturesUnchanged(ApiModel):
+    changed: bool = False
+    features: FeaturesView

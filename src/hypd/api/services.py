@@ -10,6 +10,7 @@ from hypd.capacity.state import AutoscalingStore
 from hypd.clusters.store import ClusterStore
 from hypd.config import STATE_MACHINE_SETTINGS
 from hypd.errors import PermanentError
+from hypd.features.state import FeatureClients
 from hypd.health.policy import PolicyStore
 from hypd.health.records import HealthStore
 from hypd.operations.locks import LockStore
@@ -33,6 +34,10 @@ class ApiServices:
     autoscaling: AutoscalingStore | None = None
     health: HealthStore | None = None
     policies: PolicyStore | None = None
+    client: Callable[[str], Any] | None = None
+    """A boto3 client per service (the features' reads), made on first use."""
+    kubernetes: Callable[[str], Any] | None = None
+    """The Kubernetes API client of an EKS cluster, by name (the features' reads)."""
 
     def state_machine_arn(self, kind: OperationKind) -> str:
         """The state machine that runs operations of `kind` (the one place kinds map to ARNs).
@@ -55,6 +60,12 @@ class ApiServices:
             clusters=self.clusters,
             sfn_client=self.sfn_client,
             state_machine_arn=self.state_machine_arn,
+        )
+
+    def feature_clients(self) -> FeatureClients:
+        return FeatureClients(
+            _configured(self.client, "the AWS clients"),
+            _configured(self.kubernetes, "the Kubernetes access"),
         )
 
     def autoscaling_store(self) -> AutoscalingStore:

@@ -29,7 +29,8 @@ TEAM_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9]){0,39}?$"
 """botocore's ComputeQuotaTarget.TeamName."""
 PRIORITY_CLASS_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9]){0,39}?$"
 """botocore's PriorityClass.Name."""
-BUCKET_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+TLS_BUCKET_PATTERN = r"^hyperpod-tls[a-z0-9.-]{0,50}[a-z0-9]$"
+"""AmazonSageMakerHyperPodInferenceAccess lets the operator use buckets named hyperpod-tls*."""
 
 
 class _Model(BaseModel):
@@ -66,9 +67,10 @@ class InferenceOperatorRequest(_Feature):
     tls_certificate_bucket: str | None = Field(
         default=None,
         alias="tlsCertificateBucket",
-        pattern=BUCKET_PATTERN,
-        description="The S3 bucket the operator writes endpoints' TLS certificates to; omit "
-        "to use the cluster's storage bucket (required for an FSx-storage cluster).",
+        pattern=TLS_BUCKET_PATTERN,
+        description="The S3 bucket the operator writes endpoints' TLS certificates to. Its "
+        "name must start with hyperpod-tls: the operator's AWS managed policy "
+        "(AmazonSageMakerHyperPodInferenceAccess) allows only such buckets.",
     )
 
 

@@ -32,6 +32,8 @@ from hypd.aws.sts import caller_arn
 from hypd.errors import PermanentError
 
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+ADMIN_VIEW_POLICY = "AmazonEKSAdminViewPolicy"
+"""Reads every resource of the cluster (CRDs included), writes none: the API function's."""
 LOG_TYPES = ("api", "audit", "authenticator")
 API_AUTHENTICATION_MODES = ("API", "API_AND_CONFIG_MAP")
 """HyperPod needs access entries: authentication mode API or API_AND_CONFIG_MAP."""
@@ -361,12 +363,14 @@ def read_eks_cluster(eks: Any, name: str) -> EksState:
 
 # ---------------------------------------------------------------------------- access
 def ensure_admin_access(
-    eks: Any, cluster_name: str, principal_arn: str, client_token: str | None = None
+    eks: Any, cluster_name: str, principal_arn: str, client_token: str | None = None,
+    *, policy: str = CLUSTER_ADMIN_POLICY,
 ) -> bool:
-    """`principal_arn` gets a STANDARD access entry with AmazonEKSClusterAdminPolicy at cluster
-    scope (the policy of the principal's partition). Idempotent: an existing entry and an
-    existing association are kept. Returns True when anything was created or associated."""
-    policy_arn = cluster_admin_policy_arn(partition_of_arn(principal_arn))
+    """`principal_arn` gets a STANDARD access entry with the access policy `policy` (by default
+    AmazonEKSClusterAdminPolicy; AmazonEKSAdminViewPolicy for a reader) at cluster scope, the
+    policy of the principal's partition. Idempotent: an existing entry and an existing
+    association are kept. Returns True when anything was created or associated."""
+    policy_arn = eks_api.access_policy_arn(partition_of_arn(principal_arn), policy)
     created = eks_api.create_access_entry(
         eks,
         cluster_name,

@@ -37,6 +37,9 @@ class FeatureRole:
     name_prefix: str = "hypd-"
     """The inference operator's add-on mode requires its execution role's name to start with
     ``SageMakerHyperPodInference``."""
+    path: str = "/hypd/"
+    """The inference execution role is at ``/``: AmazonSageMakerHyperPodInferenceAccess lets
+    the operator pass ``role/SageMakerHyperPodInference*`` only (a path would not match)."""
     inline: str | None = None
     """The name of the role's one inline policy (`hypd.features.roles.inline_policy`), if any."""
 
@@ -111,6 +114,7 @@ INFERENCE_OPERATOR = Feature(
             service_accounts=(f"{INFERENCE_NAMESPACE}:hyperpod-inference-controller-manager",),
             also_trusted_service="sagemaker.amazonaws.com",
             name_prefix="SageMakerHyperPodInference-",
+            path="/",
             inline="hyperpod-inference-v3",
         ),
         FeatureRole(

@@ -57,12 +57,12 @@ def changes(targets: dict[str, FeatureTarget], snapshot: Snapshot) -> dict[str, 
     return out
 
 
-def check(request: FeaturesRequest, snapshot: Snapshot, storage_bucket: str | None) -> None:
+def check(request: FeaturesRequest, snapshot: Snapshot) -> None:
     """Refuse a request that cannot be carried out, naming the field.
 
     Raises:
-        ValidationError: settings for a feature left off; the inference operator without a TLS
-            bucket on a cluster without S3 storage.
+        ValidationError: settings for a feature left off; the inference operator turned on
+            without a TLS bucket.
         ConflictError: task governance turned off while teams (compute quotas) exist.
     """
     for name, sent in request.named().items():
@@ -78,12 +78,11 @@ def check(request: FeaturesRequest, snapshot: Snapshot, storage_bucket: str | No
     inference = request.inference_operator
     if inference is not None and inference.enabled:
         current = settings_of(snapshot, FEATURES["inferenceOperator"])
-        if not (inference.tls_certificate_bucket or current.get("tlsCertificateBucket")
-                or storage_bucket):
+        if not (inference.tls_certificate_bucket or current.get("tlsCertificateBucket")):
             field = "inferenceOperator.tlsCertificateBucket"
             raise ValidationError(
-                f"{field}: the inference operator writes TLS certificates to an S3 bucket and "
-                "this cluster has no S3 storage to default to: name a bucket",
+                f"{field}: the inference operator writes TLS certificates to an S3 bucket: "
+                "name one (hyperpod-tls...)",
                 details={"field": field},
             )
     governance = request.task_governance

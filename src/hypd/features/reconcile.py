@@ -33,7 +33,7 @@ from hypd.features.catalog import (
     role_of,
 )
 from hypd.features.roles import RoleContext, ensure_role, remove_role
-from hypd.features.state import FeatureClients, Snapshot, role_name
+from hypd.features.state import FeatureClients, Snapshot
 
 PHASES = ("prerequisites", "addons", "verify", "cleanup")
 CHECK_SECONDS = 15
@@ -84,7 +84,6 @@ class Progress:
 @dataclass
 class Reconciler:
     clients: FeatureClients
-    region: str
     tag: str
     request: FeaturesRequest
     token: str
@@ -92,24 +91,23 @@ class Reconciler:
     boundary_arn: str | None = None
     csi_roles: dict[str, str] = field(default_factory=dict)
     """Add-on -> the role of its pod identity (the CSI drivers: the deployment's roles)."""
-    storage_bucket: str | None = None
+    eks_name: str | None = None
+    hyperpod_name: str | None = None
 
     # ------------------------------------------------------------------ shared
     def snapshot(self) -> Snapshot:
-        return state.read(self.clients, self.tag)
+        return state.read(self.clients, self.tag, self.eks_name, self.hyperpod_name)
 
     def _tags(self) -> dict[str, str]:
         return {HYPD_TAG_KEY: self.tag, INSTALLED_BY_TAG: INSTALLED_BY_FEATURES}
 
-    def _role_arn(self, key: str) -> str:
-        name = role_name(self.tag, role_of(key))
-        partition, account = self.clients.partition, self.clients.account
-        return f"arn:{partition}:iam::{account}:role{state.ROLE_PATH}{name}"
+    def _role_arn(self, snap: Snapshot, key: str) -> str:
+        return state.role_arn(snap.partition, snap.account, self.tag, role_of(key))
 
     def _bucket(self, targets: dict[str, plan.FeatureTarget]) -> str | None:
         wanted = targets.get("inferenceOperator")
         bucket = (wanted.settings.get("tlsCertificateBucket") if wanted else None)
-        return str(bucket) if bucket else self.storage_bucket
+        return str(bucket) if bucket else None
 
     def _workspace_arn(self, snap: Snapshot, targets: dict[str, plan.FeatureTarget]) -> str | None:
         wanted = targets.get("observability")
@@ -120,13 +118,12 @@ class Reconciler:
 
     def _role_context(self, snap: Snapshot, targets: dict[str, plan.FeatureTarget]) -> RoleContext:
         oidc_arn = (
-            iam_api.oidc_provider_arn(self.clients.partition, self.clients.account,
-                                      snap.oidc_issuer)
+            iam_api.oidc_provider_arn(snap.partition, snap.account, snap.oidc_issuer)
             if snap.oidc_issuer else None
         )
         return RoleContext(
-            tag=self.tag, partition=self.clients.partition, region=self.region,
-            account=self.clients.account, eks_arn=snap.eks_arn,
+            tag=self.tag, partition=snap.partition, region=snap.region,
+            account=snap.account, eks_arn=snap.eks_arn,
             boundary_arn=self.boundary_arn, oidc_provider_arn=oidc_arn,
             workspace_arn=self._workspace_arn(snap, targets), tls_bucket=self._bucket(targets),
         )
@@ -228,23 +225,23 @@ class Reconciler:
                        targets: dict[str, plan.FeatureTarget]) -> dict[str, Any] | None:
         settings = targets[feature.name].settings
         if feature.name == "inferenceOperator":
+            keda = self._role_arn(snap, "inference-keda")
             return {
-                "executionRoleArn": self._role_arn("inference"),
+                "executionRoleArn": self._role_arn(snap, "inference"),
                 "tlsCertificateS3Bucket": self._bucket(targets),
                 "hyperpodClusterArn": snap.hyperpod_arn,
-                "jumpstartGatedModelDownloadRoleArn": self._role_arn("inference-gated"),
+                "jumpstartGatedModelDownloadRoleArn": self._role_arn(snap, "inference-gated"),
                 "alb": {"enabled": True,
                         "serviceAccount": {"create": True,
-                                           "roleArn": self._role_arn("inference-alb")}},
+                                           "roleArn": self._role_arn(snap, "inference-alb")}},
                 "keda": {"enabled": True,
-                         "auth": {"aws": {"irsa": {"enabled": True,
-                                                   "roleArn": self._role_arn("inference-keda")}}}},
+                         "auth": {"aws": {"irsa": {"enabled": True, "roleArn": keda}}}},
             }
         if feature.name == "observability":
             arn = self._workspace_arn(snap, targets)
             endpoint = str((snap.workspace or {}).get("prometheusEndpoint") or "")
             if not endpoint and arn:
-                endpoint = (f"https://aps-workspaces.{self.region}.amazonaws.com/workspaces/"
+                endpoint = (f"https://aps-workspaces.{snap.region}.amazonaws.com/workspaces/"
                             f"{arn.rsplit('/', 1)[-1]}")
             config: dict[str, Any] = {
                 "ampWorkspace": {"prometheusEndpoint": endpoint.rstrip("/"), "arn": arn},

@@ -15,7 +15,7 @@ from typing import Any
 from hypd.aws import iam as iam_api
 from hypd.clusters.models import HYPD_TAG_KEY
 from hypd.features.catalog import FeatureRole, Trust
-from hypd.features.state import ROLE_PATH, role_name
+from hypd.features.state import role_name
 
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 
@@ -130,7 +130,7 @@ def ensure_role(iam: Any, role: FeatureRole, ctx: RoleContext) -> tuple[str, lis
         current = iam_api.create_role(
             iam,
             name=name,
-            path=ROLE_PATH,
+            path=role.path,
             trust_policy=trust,
             permissions_boundary=ctx.boundary_arn,
             description=f"hypd cluster {ctx.tag}: {role.key}",

@@ -45,8 +45,6 @@ class FeatureClients:
     """A boto3 client per service name."""
     kubernetes: Callable[[str], Any]
     """The Kubernetes API client of an EKS cluster, by name."""
-    partition: str
-    account: str
 
 
 @dataclass(frozen=True)
@@ -93,6 +91,10 @@ class Snapshot:
     tag: str
     eks_name: str
     eks_arn: str
+    partition: str
+    region: str
+    account: str
+    """All three from the EKS cluster's ARN (where hypd runs)."""
     oidc_issuer: str | None
     hyperpod_name: str
     hyperpod_arn: str | None
@@ -124,7 +126,8 @@ def role_name(tag: str, role: FeatureRole) -> str:
     return cluster_role_name(tag, role.key, role.short, prefix=role.name_prefix)
 
 
-ROLE_PATH = "/hypd/"
+def role_arn(partition: str, account: str, tag: str, role: FeatureRole) -> str:
+    return f"arn:{partition}:iam::{account}:role{role.path}{role_name(tag, role)}"
 
 
 def workspace_alias(tag: str) -> str:
@@ -132,10 +135,15 @@ def workspace_alias(tag: str) -> str:
 
 
 # ---------------------------------------------------------------------------- read
-def read(clients: FeatureClients, tag: str) -> Snapshot:
-    """The snapshot of cluster `tag` (created by hypd: ``hypd-{tag}`` on both sides)."""
+def read(
+    clients: FeatureClients, tag: str, eks_name: str | None = None,
+    hyperpod_name: str | None = None,
+) -> Snapshot:
+    """The snapshot of cluster `tag`: its EKS and HyperPod clusters (by default those a create
+    makes, ``hypd-{tag}``; a discovered cluster's record names its own)."""
     eks = clients.client("eks")
-    eks_name = eks_cluster_name(tag)
+    eks_name = eks_name or eks_cluster_name(tag)
+    hyperpod_name = hyperpod_name or hyperpod_cluster_name(tag)
     cluster = eks_api.read_cluster(eks, eks_name)
     addons = {}
     for name in eks_api.list_addon_names(eks, eks_name):
@@ -161,15 +169,14 @@ def read(clients: FeatureClients, tag: str) -> Snapshot:
         for role in feature.roles
     }
     issuer = ((cluster.get("identity") or {}).get("oidc") or {}).get("issuer")
+    _arn, partition, _service, region, account, _rest = str(cluster["arn"]).split(":", 5)
     oidc = (
-        iam_api.get_oidc_provider(
-            iam, iam_api.oidc_provider_arn(clients.partition, clients.account, issuer)
-        )
+        iam_api.get_oidc_provider(iam, iam_api.oidc_provider_arn(partition, account, issuer))
         if issuer
         else None
     )
     sagemaker = clients.client("sagemaker")
-    hyperpod = sagemaker_api.find_cluster(sagemaker, hyperpod_cluster_name(tag))
+    hyperpod = sagemaker_api.find_cluster(sagemaker, hyperpod_name)
     hyperpod_arn = (hyperpod or {}).get("ClusterArn")
     scheduler = None
     quotas: tuple[Mapping[str, Any], ...] = ()
@@ -185,8 +192,11 @@ def read(clients: FeatureClients, tag: str) -> Snapshot:
         tag=tag,
         eks_name=eks_name,
         eks_arn=str(cluster["arn"]),
+        partition=partition,
+        region=region,
+        account=account,
         oidc_issuer=issuer,
-        hyperpod_name=hyperpod_cluster_name(tag),
+        hyperpod_name=hyperpod_name,
         hyperpod_arn=hyperpod_arn,
         hyperpod_status=(hyperpod or {}).get("ClusterStatus"),
         tiered=(hyperpod or {}).get("TieredStorageConfig"),

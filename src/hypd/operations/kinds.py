@@ -84,6 +84,8 @@ SPECS: Mapping[OperationKind, OperationSpec] = {
                   "EnableAutoscalingStateMachine"),
         _capacity(K.DISABLE_AUTOSCALING, ("kubernetes", "hyperpod", "role"),
                   "DisableAutoscalingStateMachine"),
+        OperationSpec(K.SET_FEATURES, ("prerequisites", "addons", "verify", "cleanup"),
+                      "SetFeaturesStateMachine", Lock.CLUSTER, resumes=True),
     )
 }
 del K

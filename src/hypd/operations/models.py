@@ -61,6 +61,7 @@ class OperationKind(StrEnum):
     DELETE_NODE = "delete-node"
     ENABLE_AUTOSCALING = "enable-autoscaling"
     DISABLE_AUTOSCALING = "disable-autoscaling"
+    SET_FEATURES = "set-features"
 
 
 class _Model(BaseModel):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from hypd.api.services import ApiServices
-from hypd.aws.clients import lazy_client
+from hypd.aws.clients import lazy_client, regional_clients
 from hypd.capacity.state import AutoscalingStore
 from hypd.clusters.store import ClusterStore
 from hypd.config import ApiSettings
 from hypd.health.policy import PolicyStore
 from hypd.health.records import HealthStore
+from hypd.kubernetes.client import ClusterAccess
 from hypd.operations.locks import LockStore
 from hypd.operations.store import OperationStore
 from hypd.wiring import table
@@ -16,6 +17,7 @@ from hypd.wiring import table
 
 def services(settings: ApiSettings) -> ApiServices:
     records = table(settings)
+    lazy = regional_clients(settings.region)
     return ApiServices(
         operations=OperationStore(records),
         clusters=ClusterStore(records),
@@ -27,4 +29,8 @@ def services(settings: ApiSettings) -> ApiServices:
         autoscaling=AutoscalingStore(records),
         health=HealthStore(records),
         policies=PolicyStore(records),
+        client=lazy,
+        kubernetes=ClusterAccess(
+            lambda: lazy("eks"), lambda: settings.region
+        ).api,
     )

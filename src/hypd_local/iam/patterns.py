@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 # Placeholders whose values may contain "/": IAM names with their path (RoleNameWithPath), S3
-# object keys (ObjectName), API paths (ResourcePath).
-_PATH_LIKE = re.compile(r"path|objectname", re.IGNORECASE)
+# object keys (ObjectName), API paths (ResourcePath), an OIDC provider's name (its issuer's host
+# and path: IAM's documented ARN is oidc-provider/oidc.eks.<region>.amazonaws.com/id/<id>).
+_PATH_LIKE = re.compile(r"path|objectname|oidcprovidername", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)

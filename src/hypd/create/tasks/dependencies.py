@@ -18,11 +18,7 @@ WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
 
 def pod_identity_roles(settings: CreateTaskSettings) -> dict[str, str]:
     """The role of each CSI driver add-on's pod identity (each driver its own)."""
-    roles = {
-        addons.CSI_DRIVERS["s3"]: settings.s3_csi_driver_role_arn,
-        addons.CSI_DRIVERS["fsx"]: settings.fsx_csi_driver_role_arn,
-    }
-    return {addon: role for addon, role in roles.items() if role}
+    return settings.csi_roles()
 
 
 def _advance_addons(

@@ -163,6 +163,10 @@ def grant_cluster_access(task: OperationInput, services: CreateServices) -> dict
         # cluster's Kubernetes API needs one.
         for role in (principal, *services.settings.kubernetes_access_roles):
             control_plane.ensure_admin_access(eks, resolved.eks_cluster_name, role)
+        for role in services.settings.kubernetes_read_roles:
+            control_plane.ensure_admin_access(
+                eks, resolved.eks_cluster_name, role, policy=control_plane.ADMIN_VIEW_POLICY
+            )
         state = control_plane.read_eks_cluster(eks, resolved.eks_cluster_name)
         return EksOutput(
             name=resolved.eks_cluster_name,

@@ -1,0 +1,122 @@
+"""FeatureTasksFunction's tasks: each phase of a set-features operation, polled (docs/features.md).
+
+``features-{phase}`` opens the stage's attempt and ``features-{phase}-check`` looks again after a
+Wait; both run one `Reconciler.advance` step. ``finish-features`` records the features as they
+are; ``fail-features`` the error the state machine caught.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hypd.clusters.feature_request import FeaturesRequest
+from hypd.config import FeatureTaskSettings
+from hypd.features import state
+from hypd.features.reconcile import PHASES, Reconciler
+from hypd.kubernetes import TokenCache
+from hypd.kubernetes.client import ClusterAccess
+from hypd.operations.locks import LockStore
+from hypd.operations.models import Operation
+from hypd.operations.steps import (
+    FailInput,
+    OperationInput,
+    Steps,
+    polled,
+    ready,
+    summary,
+)
+from hypd.operations.store import OperationStore
+from hypd.tasks import TaskRouter
+
+router = TaskRouter()
+
+
+class FeaturesInput(BaseModel):
+    """A set-features operation's input: the cluster and the request as sent."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    tag: str
+    request: FeaturesRequest
+    eks_name: str | None = Field(default=None, alias="eksName")
+    hyperpod_name: str | None = Field(default=None, alias="hyperPodName")
+
+
+@dataclass
+class FeatureServices:
+    operations: OperationStore
+    locks: LockStore
+    client: Callable[[str], Any]
+    settings: FeatureTaskSettings
+    tokens: TokenCache | None = None
+
+    def __post_init__(self) -> None:
+        self._access = ClusterAccess(
+            lambda: self.client("eks"), lambda: self.settings.region, self.tokens
+        )
+
+    @property
+    def steps(self) -> Steps:
+        return Steps(self.operations, self.locks)
+
+    @property
+    def clients(self) -> state.FeatureClients:
+        return state.FeatureClients(self.client, self._access.api)
+
+    def reconciler(self, operation: Operation) -> Reconciler:
+        features = FeaturesInput.model_validate(operation.input)
+        return Reconciler(
+            clients=self.clients,
+            tag=features.tag,
+            request=features.request,
+            token=operation.id,
+            boundary_arn=self.settings.feature_role_boundary_arn,
+            csi_roles=self.settings.csi_roles(),
+            eks_name=features.eks_name,
+            hyperpod_name=features.hyperpod_name,
+        )
+
+
+def _phase_task(phase: str) -> None:
+    @polled(router, f"features-{phase}", f"features-{phase}-check")
+    def advance(task: OperationInput, services: FeatureServices, *, start: bool
+                ) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            operation = services.operations.get(task.operation_id)
+            progress = services.reconciler(operation).advance(
+                phase, Steps.elapsed(operation, phase)
+            )
+            return progress.result()
+
+        return services.steps.step(
+            task, phase, work, start=start, complete=ready, summarize=summary,
+            progress=lambda r: {"actions": r.get("actions", [])} if not r["ready"] else None,
+        )
+
+
+for _phase in PHASES:
+    _phase_task(_phase)
+
+
+@router.task("finish-features", OperationInput)
+def finish_features(task: OperationInput, services: FeatureServices) -> dict[str, Any]:
+    def output(operation: Operation) -> dict[str, Any]:
+        features = FeaturesInput.model_validate(operation.input)
+        snapshot = state.read(
+            services.clients, features.tag, features.eks_name, features.hyperpod_name
+        )
+        return dict(state.views(snapshot))
+
+    operation = services.steps.succeed(task, output)
+    return {"operationId": operation.id, "status": operation.status.value}
+
+
+@router.task("fail-features", FailInput)
+def fail_features(task: FailInput, services: FeatureServices) -> dict[str, Any]:
+    operation, _error = services.steps.fail(task)
+    if operation is None:
+        return {"operationId": task.operation_id, "stale": True}
+    return {"operationId": operation.id, "status": operation.status.value}
