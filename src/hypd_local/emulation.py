@@ -11,7 +11,8 @@ them consistent as virtual time passes:
   loses it, HyperPod nodes join, change labels and leave as their instances do (with their
   instance group's KubernetesConfig labels and taints), and a HyperPod cluster whose
   AutoScaling is InService gets managed Karpenter's CRDs, whose objects' status the
-  `kube.karpenter` controller keeps up to date (`emulation_kube`);
+  `kube.karpenter` controller keeps up to date (`emulation_kube`), and the team of each
+  Created compute quota its namespace and Kueue queues (`emulation_teams`);
 * ``/_local/faults/...`` routes reach the emulators' own fault hooks (`emulation_admin`).
 """
 
@@ -124,6 +125,8 @@ class Emulation(KubernetesSync):
             eks_lookup=self._eks_status,
             subnet_zone=lambda s: self._subnet(s, "availability_zone"),
             role_lookup=self._role,
+            addon_lookup=self._addon_status,
+            caller_arn=self._caller_arn,
         )
         self.enforcer = Enforcer(
             account_id=account_id, region=region, directory=self.directory,
@@ -134,6 +137,8 @@ class Emulation(KubernetesSync):
         self.kube: KubeApiRegistry | None = None
         # EKS cluster -> joined node name -> the group config HyperPod applied to it
         self._joined: dict[str, dict[str, GroupConfig]] = {}
+        # EKS cluster -> team -> the objects the local cloud made for its compute quota
+        self._teams: dict[str, dict[str, set[str]]] = {}
         self._tick_lock = threading.Lock()
         self._schedule_lock = threading.Lock()
         self._last_due: datetime | None = None
@@ -183,6 +188,7 @@ class Emulation(KubernetesSync):
             self.kube.stop_all()
             self.kube = None
         self._joined.clear()
+        self._teams.clear()
 
     def _tick_forever(self) -> None:
         # The clock also moves with real time; this makes events of a server left alone come due.

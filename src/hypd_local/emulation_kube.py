@@ -1,6 +1,7 @@
 """The Kubernetes side of the emulators: an ACTIVE EKS cluster's API server, HyperPod's nodes
 joining, changing and leaving it with their instance group's labels and taints, managed
-Karpenter's CRDs and status, and the emulators' state read as their own clients would."""
+Karpenter's CRDs and status, the teams of task governance's compute quotas (`emulation_teams`),
+and the emulators' state read as their own clients would."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hypd_local.emulation_teams import TeamSync
 from hypd_local.emulator.eks import EksEmulator
 from hypd_local.emulator.eks_model import AccessDecision as EksAccess
 from hypd_local.emulator.errors import AwsError
@@ -86,7 +88,7 @@ def iam_user_arn(caller_arn: str) -> str:
     return caller_arn
 
 
-class KubernetesSync:
+class KubernetesSync(TeamSync):
     """Keeps each EKS cluster's Kubernetes API in line with the emulators (`Emulation.tick`)."""
 
     region: str
@@ -118,6 +120,7 @@ class KubernetesSync:
                      for summary in self._hyperpod_clusters()]
         self._sync_nodes(kube, active, described)
         self._sync_karpenter(kube, active, described)
+        self._sync_teams(kube, active, {c["ClusterArn"]: _eks_name(c) for c in described})
 
     def _sync_nodes(
         self, kube: KubeApiRegistry, active: set[str], described: list[dict[str, Any]]
@@ -247,6 +250,15 @@ class KubernetesSync:
             return str(self.eks.describe_cluster({"name": name})["cluster"]["status"])
         except Exception:  # an unknown cluster is AWS's ResourceNotFoundException
             return None
+
+    def _addon_status(self, eks_arn: str, addon: str) -> str | None:
+        """An EKS add-on's status (DescribeAddon), None when it is not installed."""
+        try:
+            described = self.eks.describe_addon(
+                {"clusterName": eks_arn.rsplit("/", 1)[-1], "addonName": addon})
+        except AwsError:  # ResourceNotFoundException: no such cluster or add-on
+            return None
+        return str(described["addon"]["status"])
 
     def _role(self, arn: str) -> Role | None:
         """The IAM role ``arn`` as HyperPod sees it (trust, policies, boundary), or None."""

@@ -8,8 +8,9 @@ that has come due, exactly once and in time order. It never sleeps nor reads the
 
 It is put together from one module per part of the service, on the base the EKS emulator
 shares (`service`): `hyperpod_core` (state, node life cycles, descriptions), `hyperpod_events`,
-`hyperpod_checks`, `hyperpod_clusters`, `hyperpod_nodes` and `hyperpod_plans` (tags, training
-plans); this module adds the fault hooks and knobs.
+`hyperpod_checks`, `hyperpod_clusters`, `hyperpod_nodes`, `hyperpod_plans` (tags, training
+plans) and `hyperpod_governance` (task governance: scheduler configs, compute quotas); this
+module adds the fault hooks and knobs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypd_local.emulator.hyperpod_catalog import Catalog, TrainingPlanSeed
 from hypd_local.emulator.hyperpod_clusters import HyperPodClusters
 from hypd_local.emulator.hyperpod_core import Emit
 from hypd_local.emulator.hyperpod_events import CLUSTER_EVENT, NODE_HEALTH, SOURCE, STATE_CHANGE
+from hypd_local.emulator.hyperpod_governance import HyperPodGovernance
 from hypd_local.emulator.hyperpod_nodes import HyperPodNodes
 from hypd_local.emulator.hyperpod_plans import HyperPodPlans
 from hypd_local.emulator.hyperpod_state import Health, HyperPodDurations
@@ -36,8 +38,9 @@ AUTOSCALING_FAILS = (
 )
 
 
-class HyperPodEmulator(HyperPodClusters, HyperPodNodes, HyperPodPlans):
-    """SageMaker HyperPod clusters, nodes and training plans on a virtual clock."""
+class HyperPodEmulator(HyperPodClusters, HyperPodNodes, HyperPodPlans, HyperPodGovernance):
+    """SageMaker HyperPod clusters, nodes, training plans and task governance (scheduler
+    configs, compute quotas) on a virtual clock."""
 
     # --- fault hooks and knobs ----------------------------------------------------------------
 

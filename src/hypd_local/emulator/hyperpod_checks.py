@@ -118,6 +118,34 @@ class HyperPodChecks(HyperPodEvents):
                 f"The EKS cluster '{arn}' is in {status} status; it must be ACTIVE."
             )
 
+    def _check_tiered_storage(
+        self, config: dict[str, Any] | None, orchestrator: dict[str, Any] | None
+    ) -> None:
+        """Managed tiered checkpointing: EKS-orchestrated clusters only; the Mode and the
+        memory percentage as the model allows (the middleware validated them already; a
+        direct call is checked the same way)."""
+        if config is None:
+            return
+        if not (orchestrator or {}).get("Eks"):
+            raise ValidationException(
+                "TieredStorageConfig is supported only for clusters orchestrated by Amazon EKS "
+                "(Orchestrator.Eks)."
+            )
+        mode = config.get("Mode")
+        if mode not in ("Enable", "Disable"):
+            raise ValidationException(
+                f"TieredStorageConfig.Mode must be Enable or Disable, not {mode!r}."
+            )
+        percentage = config.get("InstanceMemoryAllocationPercentage")
+        if percentage is not None and (
+            isinstance(percentage, bool) or not isinstance(percentage, int)
+            or not 0 <= percentage <= 100
+        ):
+            raise ValidationException(
+                "TieredStorageConfig.InstanceMemoryAllocationPercentage must be an integer from "
+                f"0 to 100, not {percentage!r}."
+            )
+
     def _check_capacity(
         self, changes: list[tuple[str | None, dict[str, Any], str]], now: datetime
     ) -> None:

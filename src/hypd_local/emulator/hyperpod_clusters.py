@@ -1,6 +1,8 @@
 """HyperPod clusters: CreateCluster, DescribeCluster, ListClusters, DeleteCluster and
 UpdateCluster (instance groups added, scaled, changed or deleted; AutoScaling enabled or
-disabled; a capacity shortage rolled back, or retried by continuous provisioning)."""
+disabled; TieredStorageConfig, for EKS-orchestrated clusters only, reported once the update
+that changes it is done; a capacity shortage rolled back, or retried by continuous
+provisioning)."""
 
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ class HyperPodClusters(HyperPodChecks):
         if dupes:
             raise ValidationException(f"Duplicate instance group names: {', '.join(dupes)}.")
         self._check_eks(req.get("Orchestrator"))
+        self._check_tiered_storage(req.get("TieredStorageConfig"), req.get("Orchestrator"))
         continuous = req.get("NodeProvisioningMode") == "Continuous"
         autoscaling = req.get("AutoScaling")
         enabling = autoscaling is not None and autoscaling["Mode"] == "Enable"
@@ -58,13 +61,15 @@ class HyperPodClusters(HyperPodChecks):
         spec: dict[str, Any] = {
             k: copy.deepcopy(req[k])
             for k in ("VpcConfig", "Orchestrator", "NodeRecovery", "NodeProvisioningMode",
-                      "ClusterRole", "TieredStorageConfig")
+                      "ClusterRole")
             if k in req
         }
         c = Cluster(name, arn, now, spec, copy.deepcopy(req.get("Tags") or []))
         self._clusters[arn] = c
         seq = self._next_seq
         c.status.schedule(now, seq, (now, "Creating"))
+        if "TieredStorageConfig" in req:
+            c.tiered_storage.schedule(now, seq, (now, copy.deepcopy(req["TieredStorageConfig"])))
         fail = self._fail_next.take(name, None) or self._execution_role_problem(groups, spec)
         d = self.durations
         for gspec, (itype, zone) in zip(groups, resolved, strict=True):
@@ -256,6 +261,7 @@ class HyperPodClusters(HyperPodChecks):
                 "ClusterRole cannot be changed while AutoScaling is enabled; disable AutoScaling "
                 "first."
             )
+        self._check_tiered_storage(req.get("TieredStorageConfig"), c.spec.get("Orchestrator"))
         vpc = c.spec.get("VpcConfig")
         changes: list[tuple[str | None, dict[str, Any], str]] = []
         resolved: dict[str, tuple[str, str]] = {}
@@ -283,7 +289,7 @@ class HyperPodClusters(HyperPodChecks):
         # apply
         d = self.durations
         seq = self._next_seq
-        for key in ("NodeRecovery", "NodeProvisioningMode", "ClusterRole", "TieredStorageConfig"):
+        for key in ("NodeRecovery", "NodeProvisioningMode", "ClusterRole"):
             if key in req:
                 c.spec[key] = copy.deepcopy(req[key])
         c.failure.schedule(now, seq, (now, None))
@@ -326,6 +332,12 @@ class HyperPodClusters(HyperPodChecks):
                 group_ready = now + d.cluster_update
             g.status.schedule(now, self._next_seq, (group_ready, "InService"))
             ready = max(ready, group_ready)
+        if "TieredStorageConfig" in req:
+            # the daemon is installed or removed on every node: DescribeCluster reports the
+            # old config until the update is done
+            at = now + d.tiered_storage_update
+            c.tiered_storage.schedule(now, seq, (at, copy.deepcopy(req["TieredStorageConfig"])))
+            ready = max(ready, at)
         for name in to_delete:
             g = live[name]
             end = now + d.group_delete

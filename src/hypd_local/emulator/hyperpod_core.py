@@ -1,7 +1,7 @@
 """The HyperPod emulator's state, and what every part of `HyperPodEmulator` builds on.
 
-`HyperPodCore` holds the clusters (by ARN, in creation order), the training plans and the
-injected faults; statuses are computed lazily from the virtual clock
+`HyperPodCore` holds the clusters (by ARN, in creation order), the training plans, the task
+governance resources and the injected faults; statuses are computed lazily from the virtual clock
 (``hyperpod_state.Timeline``). Here too: the node life cycles every operation schedules
 (launch, terminate, reboot, replace, continuous provisioning) and a cluster's description at a
 given time, which DescribeCluster answers and the state-change events carry.
@@ -22,6 +22,7 @@ from hypd_local.emulator.hyperpod_iam import Role
 from hypd_local.emulator.hyperpod_state import (
     HEALTHY,
     Cluster,
+    Governed,
     Group,
     HyperPodDurations,
     Node,
@@ -96,6 +97,8 @@ class HyperPodCore(ServiceEmulator):
         eks_lookup: Callable[[str], str | None] | None = None,
         subnet_zone: Callable[[str], str | None] | None = None,
         role_lookup: Callable[[str], Role | None] | None = None,
+        addon_lookup: Callable[[str, str], str | None] | None = None,
+        caller_arn: Callable[[], str | None] | None = None,
     ) -> None:
         super().__init__(clock, account_id, region)
         self._emit = emit
@@ -106,6 +109,10 @@ class HyperPodCore(ServiceEmulator):
         # None: cluster roles are not looked up (nor checked); else the role of an ARN, or None
         # when it does not exist.
         self._role_lookup = role_lookup
+        # (EKS cluster ARN, add-on name) -> the add-on's status, None when it is not installed
+        self._addon_lookup = addon_lookup or (lambda _arn, _addon: "ACTIVE")
+        # who is calling (CreatedBy / LastModifiedBy); None: not known
+        self._caller_arn = caller_arn or (lambda: None)
         self._clusters: dict[str, Cluster] = {}  # by ARN, in creation order
         self._seq = 0
         self._ids = 0
@@ -117,6 +124,7 @@ class HyperPodCore(ServiceEmulator):
         for seed in self.catalog.training_plans:
             self._add_plan(seed, start)
         self._offerings: dict[str, dict[str, Any]] = {}
+        self._governed: dict[str, Governed] = {}  # task governance resources, by id
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -299,9 +307,12 @@ class HyperPodCore(ServiceEmulator):
         if failure:
             out["FailureMessage"] = failure
         out["InstanceGroups"] = [self._group_details(c, g, t) for g in c.live_groups(t)]
-        for key in ("VpcConfig", "Orchestrator", "TieredStorageConfig"):
+        for key in ("VpcConfig", "Orchestrator"):
             if key in c.spec:
                 out[key] = copy.deepcopy(c.spec[key])
+        tiered = c.tiered_storage.at(t)
+        if tiered is not None:
+            out["TieredStorageConfig"] = copy.deepcopy(tiered)
         out["NodeRecovery"] = c.spec.get("NodeRecovery", "Automatic")
         for key in ("NodeProvisioningMode", "ClusterRole"):
             if key in c.spec:

@@ -1,5 +1,6 @@
-"""HyperPod's tags and training plans: ListTags, AddTags, DeleteTags, DescribeTrainingPlan,
-ListTrainingPlans, SearchTrainingPlanOfferings, and the ARNs and tags IAM reads."""
+"""HyperPod's tags and training plans: ListTags, AddTags, DeleteTags (of clusters, scheduler
+configs and compute quotas), DescribeTrainingPlan, ListTrainingPlans,
+SearchTrainingPlanOfferings, and the ARNs and tags IAM reads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypd_local.emulator.errors import ResourceNotFound, ValidationException
 from hypd_local.emulator.hyperpod_core import PAGES as _PAGES
 from hypd_local.emulator.hyperpod_core import _Plan, _zone_id
 from hypd_local.emulator.hyperpod_events import HyperPodEvents
-from hypd_local.emulator.hyperpod_state import Cluster
+from hypd_local.emulator.hyperpod_state import Cluster, Governed
 from hypd_local.emulator.service import operation
 
 
@@ -21,11 +22,15 @@ class HyperPodPlans(HyperPodEvents):
 
     # --- tags ---------------------------------------------------------------------------------
 
-    def _tagged(self, arn: str, now: datetime) -> Cluster:
+    def _tagged(self, arn: str, now: datetime) -> Cluster | Governed:
+        """A cluster, or a task governance resource (scheduler config, compute quota)."""
         c = self._clusters.get(arn)
-        if c is None or c.status.at(now) is None:
-            raise ResourceNotFound(f"Resource '{arn}' not found.")
-        return c
+        if c is not None and c.status.at(now) is not None:
+            return c
+        governed = self._governed.get(arn.rsplit("/", 1)[-1])
+        if governed is not None and governed.arn == arn and governed.status != "Deleted":
+            return governed
+        raise ResourceNotFound(f"Resource '{arn}' not found.")
 
     def cluster_facts(self, name_or_arn: str) -> tuple[str, dict[str, str]] | None:
         """A cluster's ARN and tags, for authorising a request on it; None when there is none
@@ -35,6 +40,16 @@ class HyperPodPlans(HyperPodEvents):
             for c in self._clusters.values():
                 if name_or_arn in (c.name, c.arn) and c.status.at(now) is not None:
                     return c.arn, {t["Key"]: t["Value"] for t in c.tags}
+        return None
+
+    def cluster_eks_arn(self, name_or_arn: str) -> str | None:
+        """The ARN of the EKS cluster orchestrating a cluster (None: none, or no cluster)."""
+        with self._lock:
+            now = self._now()
+            for c in self._clusters.values():
+                if name_or_arn in (c.name, c.arn) and c.status.at(now) is not None:
+                    eks = ((c.spec.get("Orchestrator") or {}).get("Eks") or {})
+                    return str(eks["ClusterArn"]) if eks.get("ClusterArn") else None
         return None
 
     def training_plan_arn(self, name_or_arn: str) -> str | None:

@@ -36,6 +36,14 @@ class HyperPodDurations:
     autoscaling_disable: timedelta = timedelta(minutes=3)
     auto_repair_start: timedelta = timedelta(minutes=1)
     capacity_failure: timedelta = timedelta(minutes=5)
+    tiered_storage_update: timedelta = timedelta(minutes=5)
+    """An UpdateCluster that changes TieredStorageConfig keeps the cluster Updating at least
+    this long (the memory-management daemon is installed or removed on every node)."""
+    governance_create: timedelta = timedelta(minutes=1)
+    """A scheduler config or compute quota stays Creating this long (then Created, or
+    CreateFailed without the task governance add-on)."""
+    governance_update: timedelta = timedelta(minutes=1)
+    governance_delete: timedelta = timedelta(seconds=30)
 
     def with_changes(self, **changes: timedelta) -> HyperPodDurations:
         return replace(self, **changes)
@@ -171,6 +179,9 @@ class Cluster:
     autoscaling: dict[str, Any] | None = None
     autoscaling_status: Timeline[str] = field(default_factory=Timeline)
     autoscaling_failure: Timeline[str] = field(default_factory=Timeline)
+    tiered_storage: Timeline[dict[str, Any]] = field(default_factory=Timeline)
+    """TieredStorageConfig as DescribeCluster reports it: an update's takes effect when the
+    update finishes."""
     notices: list[Notice] = field(default_factory=list)
     notices_emitted: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -183,7 +194,7 @@ class Cluster:
     def next_change(self, t: datetime) -> datetime | None:
         """The earliest step or notice of this cluster, its groups and nodes after ``t``."""
         lines: list[Timeline[Any]] = [self.status, self.failure, self.autoscaling_status,
-                                      self.autoscaling_failure]
+                                      self.autoscaling_failure, self.tiered_storage]
         for g in self.groups.values():
             lines += [g.status, g.target]
         for n in self.nodes.values():
@@ -197,3 +208,37 @@ class Cluster:
 
     def live_nodes(self, t: datetime) -> list[Node]:
         return [n for n in self.nodes.values() if n.status.at(t) is not None]
+
+
+@dataclass
+class Governed:
+    """A task governance resource: a cluster scheduler config (cluster policy) or a compute
+    quota (compute allocation). Each version's settings are kept (DescribeX takes a version);
+    ``pending`` is the status its current step ends in, and when."""
+
+    kind: str
+    """The ARN's resource type: ``cluster-scheduler-config`` or ``compute-quota``."""
+    ident: str
+    arn: str
+    name: str
+    cluster_arn: str
+    created: datetime
+    tags: list[dict[str, str]]
+    versions: list[dict[str, Any]]
+    status: str
+    modified: datetime
+    created_by: str | None = None
+    modified_by: str | None = None
+    failure: str | None = None
+    pending: tuple[datetime, str] | None = None
+    doomed: str | None = None
+    """Why the creation under way will fail, known when it was asked for."""
+
+    @property
+    def version(self) -> int:
+        return len(self.versions)
+
+    @property
+    def current(self) -> dict[str, Any]:
+        return self.versions[-1]
+

@@ -64,7 +64,7 @@ _QUERY_SCOPE = re.compile(r"^[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request$")
 # The services the control plane calls (faults can be injected into each of them, and their
 # requests are authorised).
 DEFAULT_SERVICES = ("sagemaker", "eks", "cloudformation", "ec2", "s3", "sts", "iam", "dynamodb",
-                    "stepfunctions", "fsx", "lambda", "sns", "sqs", "events", "logs")
+                    "stepfunctions", "fsx", "lambda", "sns", "sqs", "events", "logs", "amp")
 # Services whose own checks (roles handed to them, service-linked roles) the enforcer runs.
 _CHECKED_SERVICES = frozenset({"eks", "sagemaker", "fsx", "cloudformation"})
 

@@ -13,7 +13,11 @@ checks AWS makes beyond the action itself:
   permissions (``eks:DescribeCluster``, and an access entry for its service-linked role:
   ``eks:CreateAccessEntry``, ``eks:DescribeAccessEntry``, ``eks:AssociateAccessPolicy``),
   the dependent actions the SAR lists for it;
-- EKS add-ons with pod identity associations need ``eks:CreatePodIdentityAssociation``.
+- EKS add-ons with pod identity associations need ``eks:CreatePodIdentityAssociation``;
+- HyperPod's task governance creates (scheduler configs, compute quotas) act on the cluster
+  too and read it and its EKS cluster (the dependent actions the SAR lists for them);
+- IAM OIDC providers are named by their issuer (``oidc-provider/<host and path>``); AMP
+  (``aps``) workspaces by their id.
 
 An operation of a service that has a resolver but no rule here is refused
 (``Unresolvable``), unless the SAR lists no resource type for its action (then ``*`` is all
@@ -172,9 +176,36 @@ def _sts(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
     return None
 
 
+def oidc_provider_arn(w: World, url: str) -> str:
+    """The ARN IAM gives the OIDC provider of an issuer URL: ``oidc-provider/`` and the URL
+    without its scheme (host and path)."""
+    issuer = url.split("://", 1)[-1].rstrip("/")
+    return w.arn("iam", f"oidc-provider/{issuer}", region=False)
+
+
+def _iam_oidc(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
+    """The OIDC provider operations: the provider's ARN, its tags and the request's."""
+    action = f"iam:{op}"
+    if op == "CreateOpenIDConnectProvider":
+        target = Target(oidc_provider_arn(w, str(p["Url"])), "oidc-provider",
+                        request_tags=_tags(p.get("Tags")))
+        return [Check(action, (target,))]
+    arn = p.get("OpenIDConnectProviderArn")
+    if not isinstance(arn, str):
+        return None
+    keys: dict[str, list[str]] = {}
+    if op == "UntagOpenIDConnectProvider":
+        keys["aws:TagKeys"] = [str(k) for k in p.get("TagKeys") or []]
+    request_tags = _tags(p.get("Tags")) if op == "TagOpenIDConnectProvider" else None
+    return [Check(action, (Target(arn, "oidc-provider", tags=w.oidc_provider_tags(arn),
+                                  request_tags=request_tags),), keys=keys)]
+
+
 def _iam(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
     if op == "CreateServiceLinkedRole":
         return [service_linked_role_check(w, str(p["AWSServiceName"]))]
+    if "OpenIDConnectProvider" in op:
+        return _iam_oidc(op, p, w)
     if "RoleName" in p:
         name = str(p["RoleName"])
         record = w.directory.role(name)
@@ -199,6 +230,33 @@ def _iam(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
     return None
 
 
+# ---------------------------------------------------------------------------- AMP (aps)
+def _amp(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
+    action = f"aps:{op}"
+    if op == "CreateWorkspace":
+        # the SAR lists no resource type: authorised against *, with the request's tags
+        return [Check(action, (Target(request_tags=_tags(p.get("tags"))),))]
+    sar_action = reference().action(action)
+    if op in ("TagResource", "UntagResource", "ListTagsForResource"):
+        arn = str(p.get("resourceArn", ""))
+        found = next((t for t in (sar_action.resource_types if sar_action else ())
+                      if t.describes(arn)), None)
+        if found is None:
+            return None
+        keys: dict[str, list[str]] = {}
+        if op == "UntagResource":
+            keys["aws:TagKeys"] = [str(k) for k in p.get("tagKeys") or []]
+        request_tags = _tags(p.get("tags")) if op == "TagResource" else None
+        return [Check(action, (Target(arn, found.name, tags=w.amp_tags(arn),
+                                      request_tags=request_tags),), keys=keys)]
+    workspace = p.get("workspaceId")
+    if isinstance(workspace, str) and sar_action is not None and "workspace" in {
+            t.name for t in sar_action.resource_types}:
+        arn = w.arn("aps", f"workspace/{workspace}")
+        return [Check(action, (Target(arn, "workspace", tags=w.amp_tags(arn)),))]
+    return None
+
+
 RESOLVERS: dict[str, Resolver] = {
     "dynamodb": _dynamodb,
     "stepfunctions": _states,
@@ -213,6 +271,7 @@ RESOLVERS: dict[str, Resolver] = {
     "eks": _eks,
     "sagemaker": _sagemaker,
     "fsx": _fsx,
+    "amp": _amp,
 }
 
 

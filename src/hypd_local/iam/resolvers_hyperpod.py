@@ -1,5 +1,6 @@
 """How EKS and SageMaker HyperPod requests name their resources: clusters, add-ons, access
-entries, HyperPod clusters with their instance groups and the EKS cluster they act on."""
+entries, HyperPod clusters with their instance groups and the EKS cluster they act on, task
+governance's scheduler configs and compute quotas."""
 
 from __future__ import annotations
 
@@ -138,8 +139,65 @@ def _hyperpod_on_eks(w: World, eks_arn: str) -> list[Check]:
     ]
 
 
+# Task governance operations -> (the ARN's resource type, the request member of its id)
+_GOVERNED = {
+    "ClusterSchedulerConfig": ("cluster-scheduler-config", "ClusterSchedulerConfigId"),
+    "ComputeQuota": ("compute-quota", "ComputeQuotaId"),
+}
+
+
+def _governance(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
+    """CreateX authorised on the cluster and the new resource (``<type>/*``: its id is not
+    known yet), with the request's tags, plus the dependent actions the SAR lists whose
+    resources the request names (the HyperPod cluster and its EKS cluster, the access entry
+    of HyperPod's service-linked role there, tag-on-create); DescribeX, UpdateX and DeleteX on
+    the resource's ARN. ListX: None (the SAR lists no resource type: ``*``)."""
+    verb = next((v for v in ("Create", "Describe", "Update", "Delete")
+                 if op.startswith(v) and op[len(v):] in _GOVERNED), None)
+    if verb is None:
+        return None
+    kind, id_member = _GOVERNED[op[len(verb):]]
+    action = f"sagemaker:{op}"
+    if verb != "Create":
+        arn, tags = w.hyperpod_governed(kind, str(p[id_member]))
+        return [Check(action, (Target(arn, kind, tags=tags),))]
+    request_tags = _tags(p.get("Tags"))
+    arn, tags = w.hyperpod_cluster(str(p["ClusterArn"]))
+    cluster = Target(arn, "cluster", tags=tags, request_tags=request_tags)
+    created = Target(w.arn("sagemaker", f"{kind}/*"), kind, request_tags=request_tags)
+    checks = [Check(action, (cluster, created)),
+              Check("sagemaker:DescribeCluster", (Target(arn, "cluster", tags=tags),))]
+    if request_tags:
+        checks.append(Check("sagemaker:AddTags", (Target(created.arn, kind),)))
+    eks_arn = w.hyperpod_eks_arn(str(p["ClusterArn"]))
+    if eks_arn:
+        name = eks_arn.rsplit("/", 1)[-1]
+        service, role_name = HYPERPOD_SERVICE_LINKED_ROLE
+        principal = w.directory.service_linked_role_arn(service, role_name)
+        entry_arn, entry_tags = w.eks_access_entry(name, principal)
+        entry = Target(entry_arn, "access-entry", tags=entry_tags)
+        checks += [Check("eks:DescribeCluster", (_eks_cluster_target(w, name),)),
+                   Check("eks:ListAssociatedAccessPolicies", (entry,)),
+                   Check("eks:AssociateAccessPolicy", (entry,))]
+    return checks
+
+
+def _tagged_target(w: World, arn: str, applied: dict[str, str] | None) -> Target:
+    """The resource of ListTags / AddTags / DeleteTags, by its ARN's resource type."""
+    for kind, _member in _GOVERNED.values():
+        if f":{kind}/" in arn:
+            return Target(arn, kind, tags=w.hyperpod_governed(kind, arn)[1],
+                          request_tags=applied)
+    if ":training-plan/" in arn:
+        return Target(arn, "training-plan", request_tags=applied)
+    return Target(arn, "cluster", tags=w.hyperpod_cluster(arn)[1], request_tags=applied)
+
+
 def _sagemaker(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
     action = f"sagemaker:{op}"
+    governance = _governance(op, p, w)
+    if governance is not None:
+        return governance
     if op in ("CreateCluster", "UpdateCluster"):
         groups = list(p.get("InstanceGroups") or [])
         passes, plans = _group_checks(w, groups)
@@ -167,11 +225,10 @@ def _sagemaker(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
             checks += _hyperpod_on_eks(w, str(eks_arn))
         return checks
     if op in ("ListTags", "AddTags", "DeleteTags"):
-        arn = str(p["ResourceArn"])
-        kind = "training-plan" if ":training-plan/" in arn else "cluster"
-        tags = w.hyperpod_cluster(arn)[1] if kind == "cluster" else None
         applied = _tags(p.get("Tags")) if op == "AddTags" else None
-        return [Check(action, (Target(arn, kind, tags=tags, request_tags=applied),))]
+        keys = {"aws:TagKeys": [str(k) for k in p.get("TagKeys") or []]} if (
+            op == "DeleteTags") else {}
+        return [Check(action, (_tagged_target(w, str(p["ResourceArn"]), applied),), keys=keys)]
     if op == "DescribeTrainingPlan":
         return [Check(action, (Target(w.training_plan(str(p["TrainingPlanName"])),
                                       "training-plan"),))]

@@ -1,7 +1,7 @@
 """What IAM knows of the account's resources when it authorises a request: ARNs and tags.
 
-The resources live in moto's backends (EC2, CloudFormation, FSx, IAM...) and in the EKS and
-HyperPod emulators; this is the one place that reads them for authorisation.
+The resources live in moto's backends (EC2, CloudFormation, FSx, IAM, AMP...) and in the EKS
+and HyperPod emulators; this is the one place that reads them for authorisation.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ class HyperPodFacts(Protocol):
     def cluster_facts(self, name_or_arn: str) -> tuple[str, dict[str, str]] | None: ...
 
     def training_plan_arn(self, name_or_arn: str) -> str | None: ...
+
+    def cluster_eks_arn(self, name_or_arn: str) -> str | None: ...
+
+    def governance_facts(self, ident_or_arn: str) -> tuple[str, dict[str, str]] | None: ...
 
 
 class World:
@@ -88,6 +92,23 @@ class World:
         return {str(k): str(v) for k, v in
                 backend.tagger.get_tag_dict_for_resource(system.resource_arn).items()}
 
+    # ------------------------------------------------------------------ IAM and AMP
+    def oidc_provider_tags(self, arn: str) -> dict[str, str] | None:
+        """An IAM OIDC provider's tags; None when it does not exist."""
+        from moto.iam.models import iam_backends
+
+        provider = iam_backends[self.account_id][self.partition].open_id_providers.get(arn)
+        if provider is None:
+            return None
+        return {str(t["Key"]): str(t.get("Value", "")) for t in provider.tags.values()}
+
+    def amp_tags(self, arn: str) -> dict[str, str]:
+        """The tags of an Amazon Managed Service for Prometheus resource (workspace...)."""
+        from moto.amp.models import amp_backends
+
+        backend = amp_backends[self.account_id][self.region]
+        return {str(k): str(v) for k, v in backend.list_tags_for_resource(arn).items()}
+
     # ------------------------------------------------------------------ EKS and HyperPod
     def eks_cluster(self, name: str) -> tuple[str, Mapping[str, str] | None]:
         facts = self.eks.cluster_facts(name) if self.eks is not None else None
@@ -124,6 +145,22 @@ class World:
             return name_or_arn, None
         # The ARN names the cluster's generated id, unknown for a cluster that does not exist.
         return self.arn("sagemaker", "cluster/*"), None
+
+    def hyperpod_eks_arn(self, name_or_arn: str) -> str | None:
+        """The EKS cluster a HyperPod cluster is orchestrated by (None: unknown)."""
+        return self.hyperpod.cluster_eks_arn(name_or_arn) if self.hyperpod is not None else None
+
+    def hyperpod_governed(self, kind: str, ident_or_arn: str
+                          ) -> tuple[str, Mapping[str, str] | None]:
+        """A scheduler config's or compute quota's ARN and tags (``kind``: the ARN's resource
+        type); for one that does not exist, the ARN its id names."""
+        facts = (self.hyperpod.governance_facts(ident_or_arn)
+                 if self.hyperpod is not None else None)
+        if facts is not None:
+            return facts
+        if ident_or_arn.startswith("arn:"):
+            return ident_or_arn, None
+        return self.arn("sagemaker", f"{kind}/{ident_or_arn}"), None
 
     def training_plan(self, name_or_arn: str) -> str:
         if name_or_arn.startswith("arn:"):

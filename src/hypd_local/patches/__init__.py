@@ -15,6 +15,7 @@ One module per service patched, each saying what it changes and why:
   that stay ABORTED, generated execution names, ``send_task_failure``'s cause, stopped Parallel
   branches, the kept ASL syntax trees and one interpreter client per role.
 - `fsx`: a file system's life cycle on the virtual clock.
+- `amp`: a Prometheus workspace's life cycle on the virtual clock; deleting an unknown one fails.
 - `events`: Lambda and Step Functions targets delivered; event times virtual.
 - `sagemaker`: the HyperPod cluster fields moto drops are kept.
 - `botocore`: botocore's retry and waiter sleeps advance the virtual clock.
@@ -29,6 +30,7 @@ One module per service patched, each saying what it changes and why:
 from __future__ import annotations
 
 from hypd_local.patches import (
+    amp,
     awslambda,
     botocore,
     cloudformation,
@@ -39,6 +41,7 @@ from hypd_local.patches import (
     stepfunctions,
     stepfunctions_waits,
 )
+from hypd_local.patches.amp import AMP_CREATE_SECONDS
 from hypd_local.patches.engine import Engine, active, set_active, state_lock
 from hypd_local.patches.fsx import FSX_CREATE_SECONDS
 from hypd_local.patches.stepfunctions import ASL_TREES_KEPT
@@ -49,8 +52,9 @@ from hypd_local.patches.stepfunctions_waits import (
 )
 
 __all__ = [
-    "ASL_TREES_KEPT", "FSX_CREATE_SECONDS", "QUIET_KINDS", "QUIET_TIMEOUT_SECONDS", "Engine",
-    "activate", "active", "deactivate", "install", "virtual_wait",
+    "AMP_CREATE_SECONDS", "ASL_TREES_KEPT", "FSX_CREATE_SECONDS", "QUIET_KINDS",
+    "QUIET_TIMEOUT_SECONDS", "Engine", "activate", "active", "deactivate", "install",
+    "virtual_wait",
 ]
 
 _installed = False
@@ -103,6 +107,7 @@ def install() -> None:
         stepfunctions.patch_send_task_failure()
         stepfunctions.patch_parallel_branches()
         fsx.patch_fsx()
+        amp.patch_amp()
         events.patch_events()
         sagemaker.patch_sagemaker()
         botocore.patch_botocore()
