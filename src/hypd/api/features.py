@@ -52,6 +52,7 @@ def _snapshot(record: Cluster) -> state.Snapshot:
 
 @router.get(
     "/clusters/<tag>/features",
+    operation_id="getFeatures",
     summary="Get each managed feature as it really is",
     description=(
         "Training operator, inference operator, tiered checkpointing, observability and task "
@@ -73,6 +74,7 @@ def get_features(tag: Tag) -> FeaturesView:
 
 @router.patch(
     "/clusters/<tag>/features",
+    operation_id="setFeatures",
     summary="Change the managed features a request names (explicit diff)",
     description=(
         "Send any subset, e.g. {\"trainingOperator\": {\"enabled\": true}}. Only the features "
@@ -88,7 +90,7 @@ def get_features(tag: Tag) -> FeaturesView:
         **{s: ERROR_RESPONSES[s] for s in (400, 404, 409, 503)},
     },
 )
-def patch_features(
+def set_features(
     tag: Tag, request: Annotated[FeaturesRequest, Body()]
 ) -> Response[str]:
     record = services().clusters.get(tag)

@@ -20,6 +20,7 @@ resolver for its intrinsics.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,13 @@ def _formats(sar: Reference, name: str, action: Action | None) -> list[str]:
         return [t.arn_format for t in action.resource_types]
     gap = MISSING_FROM_SAR.get(name.lower())
     return [sar.resource_type(*gap).arn_format] if gap else []
+
+
+# An IAM OIDC provider's own keys (``<provider host and path>:aud``, ``:sub``, ``:amr``...): the
+# SAR lists them only for a few named providers; IAM's documentation ("Available keys for AWS
+# web identity federation") gives them for every OIDC provider.
+_WEB_IDENTITY_KEY = re.compile(r"^[a-z0-9.-]+\.[a-z]+(/[^:]*)?:(aud|sub|amr|azp|oaud|email)$",
+                               re.IGNORECASE)
 
 
 def lint_statement(where: str, statement: Mapping[str, Any],
@@ -106,6 +114,10 @@ def lint_statement(where: str, statement: Mapping[str, Any],
     for pairs in (statement.get("Condition") or {}).values():
         for key in pairs if isinstance(pairs, dict) else {}:
             for name, action in actions:
+                if name.lower() == "sts:assumerolewithwebidentity" and _WEB_IDENTITY_KEY.match(
+                    str(key)
+                ):
+                    continue
                 if action is not None and not action.supports_key(str(key)):
                     findings.append(Finding(where, "condition-key", name,
                                             f"does not support the condition key {key}"))

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 # Placeholders whose values may contain "/": IAM names with their path (RoleNameWithPath), S3
 # object keys (ObjectName), API paths (ResourcePath), an OIDC provider's name (its issuer's host
-# and path: IAM's documented ARN is oidc-provider/oidc.eks.<region>.amazonaws.com/id/<id>).
-_PATH_LIKE = re.compile(r"path|objectname|oidcprovidername", re.IGNORECASE)
+# and path: IAM's documented ARN is oidc-provider/oidc.eks.<region>.amazonaws.com/id/<id>), log
+# groups and streams (CloudWatch Logs names such as /aws/sagemaker/Clusters/<name>).
+_PATH_LIKE = re.compile(r"path|objectname|oidcprovidername|loggroupname|logstreamname",
+                        re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)
