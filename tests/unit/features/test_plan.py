@@ -87,10 +87,11 @@ def test_sent_settings_go_over_the_current_ones() -> None:
 
 
 def test_a_broken_feature_asked_on_is_repaired() -> None:
-    feature = FEATURES["trainingOperator"]
+    controller = FEATURES["trainingOperator"].controller
+    assert controller is not None
     snap = snapshot(*enabled("trainingOperator"))
     broken = replace(snap, kube=replace(snap.kube, deployments={
-        **snap.kube.deployments, feature.controller: "0/1 replicas available"}))
+        **snap.kube.deployments, controller: "0/1 replicas available"}))
     targets = plan.target(request(trainingOperator={"enabled": True}), broken)
     assert plan.changes(targets, broken) == {"trainingOperator": ["repair"]}
 
