@@ -13,7 +13,11 @@ checks AWS makes beyond the action itself:
   permissions (``eks:DescribeCluster``, and an access entry for its service-linked role:
   ``eks:CreateAccessEntry``, ``eks:DescribeAccessEntry``, ``eks:AssociateAccessPolicy``),
   the dependent actions the SAR lists for it;
-- EKS add-ons with pod identity associations need ``eks:CreatePodIdentityAssociation``.
+- EKS add-ons with pod identity associations need ``eks:CreatePodIdentityAssociation``;
+  Describe/Update/DeletePodIdentityAssociation are authorised against the association
+  (``podidentityassociation/<cluster>/<id>``), ListPodIdentityAssociations against the cluster,
+  and a role given to Create/UpdatePodIdentityAssociation or an add-on's association needs
+  ``iam:PassRole`` to ``pods.eks.amazonaws.com``.
 
 An operation of a service that has a resolver but no rule here is refused
 (``Unresolvable``), unless the SAR lists no resource type for its action (then ``*`` is all
