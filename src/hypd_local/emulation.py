@@ -11,7 +11,9 @@ them consistent as virtual time passes:
   loses it, HyperPod nodes join, change labels and leave as their instances do (with their
   instance group's KubernetesConfig labels and taints), and a HyperPod cluster whose
   AutoScaling is InService gets managed Karpenter's CRDs, whose objects' status the
-  `kube.karpenter` controller keeps up to date (`emulation_kube`);
+  `kube.karpenter` controller keeps up to date, and the EKS add-ons' CRDs, namespaces,
+  controller Deployments and CSIDriver objects come and go with the add-ons
+  (`emulation_kube`, `emulation_workloads`);
 * ``/_local/faults/...`` routes reach the emulators' own fault hooks (`emulation_admin`).
 """
 
@@ -134,6 +136,8 @@ class Emulation(KubernetesSync):
         self.kube: KubeApiRegistry | None = None
         # EKS cluster -> joined node name -> the group config HyperPod applied to it
         self._joined: dict[str, dict[str, GroupConfig]] = {}
+        # EKS cluster -> add-on -> the namespace of its Kubernetes objects
+        self._addon_namespaces: dict[str, dict[str, str]] = {}
         self._tick_lock = threading.Lock()
         self._schedule_lock = threading.Lock()
         self._last_due: datetime | None = None
@@ -183,6 +187,7 @@ class Emulation(KubernetesSync):
             self.kube.stop_all()
             self.kube = None
         self._joined.clear()
+        self._addon_namespaces.clear()
 
     def _tick_forever(self) -> None:
         # The clock also moves with real time; this makes events of a server left alone come due.

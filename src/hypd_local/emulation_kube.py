@@ -1,6 +1,7 @@
 """The Kubernetes side of the emulators: an ACTIVE EKS cluster's API server, HyperPod's nodes
 joining, changing and leaving it with their instance group's labels and taints, managed
-Karpenter's CRDs and status, and the emulators' state read as their own clients would."""
+Karpenter's CRDs and status, the objects of EKS add-ons (`emulation_workloads`), and the
+emulators' state read as their own clients would."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hypd_local.emulation_workloads import AddonWorkloadSync
 from hypd_local.emulator.eks import EksEmulator
 from hypd_local.emulator.eks_model import AccessDecision as EksAccess
 from hypd_local.emulator.errors import AwsError
@@ -86,7 +88,7 @@ def iam_user_arn(caller_arn: str) -> str:
     return caller_arn
 
 
-class KubernetesSync:
+class KubernetesSync(AddonWorkloadSync):
     """Keeps each EKS cluster's Kubernetes API in line with the emulators (`Emulation.tick`)."""
 
     region: str
@@ -114,6 +116,8 @@ class KubernetesSync:
             if name not in active:
                 kube.remove(name)
                 self._joined.pop(name, None)
+                self._addon_namespaces.pop(name, None)
+        self._sync_addon_workloads(kube, active)
         described = [self.hyperpod.describe_cluster({"ClusterName": summary["ClusterName"]})
                      for summary in self._hyperpod_clusters()]
         self._sync_nodes(kube, active, described)
