@@ -11,8 +11,10 @@ them consistent as virtual time passes:
   loses it, HyperPod nodes join, change labels and leave as their instances do (with their
   instance group's KubernetesConfig labels and taints), and a HyperPod cluster whose
   AutoScaling is InService gets managed Karpenter's CRDs, whose objects' status the
-  `kube.karpenter` controller keeps up to date (`emulation_kube`), and the team of each
-  Created compute quota its namespace and Kueue queues (`emulation_teams`);
+  `kube.karpenter` controller keeps up to date (`emulation_kube`), the EKS add-ons' CRDs,
+  namespaces, controller Deployments and CSIDriver objects come and go with the add-ons
+  (`emulation_workloads`), and the team of each Created compute quota gets its namespace and
+  Kueue queues (`emulation_teams`);
 * ``/_local/faults/...`` routes reach the emulators' own fault hooks (`emulation_admin`).
 """
 
@@ -139,6 +141,8 @@ class Emulation(KubernetesSync):
         self._joined: dict[str, dict[str, GroupConfig]] = {}
         # EKS cluster -> team -> the objects the local cloud made for its compute quota
         self._teams: dict[str, dict[str, set[str]]] = {}
+        # EKS cluster -> add-on -> the namespace of its Kubernetes objects
+        self._addon_namespaces: dict[str, dict[str, str]] = {}
         self._tick_lock = threading.Lock()
         self._schedule_lock = threading.Lock()
         self._last_due: datetime | None = None
@@ -189,6 +193,7 @@ class Emulation(KubernetesSync):
             self.kube = None
         self._joined.clear()
         self._teams.clear()
+        self._addon_namespaces.clear()
 
     def _tick_forever(self) -> None:
         # The clock also moves with real time; this makes events of a server left alone come due.

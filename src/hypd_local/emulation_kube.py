@@ -1,7 +1,8 @@
 """The Kubernetes side of the emulators: an ACTIVE EKS cluster's API server, HyperPod's nodes
 joining, changing and leaving it with their instance group's labels and taints, managed
-Karpenter's CRDs and status, the teams of task governance's compute quotas (`emulation_teams`),
-and the emulators' state read as their own clients would."""
+Karpenter's CRDs and status, the objects of EKS add-ons (`emulation_workloads`), the teams of
+task governance's compute quotas (`emulation_teams`), and the emulators' state read as their own
+clients would."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypd_local.emulation_teams import TeamSync
+from hypd_local.emulation_workloads import AddonWorkloadSync
 from hypd_local.emulator.eks import EksEmulator
 from hypd_local.emulator.eks_model import AccessDecision as EksAccess
 from hypd_local.emulator.errors import AwsError
@@ -88,7 +90,7 @@ def iam_user_arn(caller_arn: str) -> str:
     return caller_arn
 
 
-class KubernetesSync(TeamSync):
+class KubernetesSync(TeamSync, AddonWorkloadSync):
     """Keeps each EKS cluster's Kubernetes API in line with the emulators (`Emulation.tick`)."""
 
     region: str
@@ -116,6 +118,8 @@ class KubernetesSync(TeamSync):
             if name not in active:
                 kube.remove(name)
                 self._joined.pop(name, None)
+                self._addon_namespaces.pop(name, None)
+        self._sync_addon_workloads(kube, active)
         described = [self.hyperpod.describe_cluster({"ClusterName": summary["ClusterName"]})
                      for summary in self._hyperpod_clusters()]
         self._sync_nodes(kube, active, described)

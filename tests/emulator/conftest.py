@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from tests.emulator.test_eks import Events, FakeClock
+
 
 @pytest.fixture
 def no_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -16,3 +18,15 @@ def no_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for name in ("sleep", "time", "monotonic"):
         monkeypatch.setattr(time, name, forbidden)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The EKS tests' clock (tests move it; nothing sleeps)."""
+    return FakeClock()
+
+
+@pytest.fixture
+def events() -> Events:
+    """What the EKS emulator emitted."""
+    return Events()

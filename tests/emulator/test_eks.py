@@ -7,6 +7,7 @@ datetimes). Time is a fake clock the tests move; nothing sleeps.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,6 +35,12 @@ ROLE = f"arn:aws:iam::{ACCOUNT}:role/eks-cluster"
 CLUSTER_ADMIN_POLICY_ARN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
 INFERENCE = "amazon-sagemaker-hyperpod-inference"
+# What the inference add-on requires (its configuration schema's required keys).
+INFERENCE_CONFIG = json.dumps({
+    "executionRoleArn": f"arn:aws:iam::{ACCOUNT}:role/SageMakerHyperPodInference-ml",
+    "tlsCertificateS3Bucket": "ml-tls-certificates",
+    "hyperpodClusterArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/abcdef123456",
+})
 
 
 # --------------------------------------------------------------------------- helpers
@@ -128,16 +135,6 @@ class Events:
 
     def types(self, addon: str | None = None) -> list[str]:
         return [t for t, d, _ in self.items if addon is None or d["addonName"] == addon]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def events() -> Events:
-    return Events()
 
 
 @pytest.fixture
@@ -474,7 +471,8 @@ def test_prerequisites_installed_first_give_active(emu, clock, events):
                  "cert-manager", "amazon-sagemaker-hyperpod-taskgovernance"):
         call(emu, "CreateAddon", clusterName="ml", addonName=name)
     clock.advance(60)
-    call(emu, "CreateAddon", clusterName="ml", addonName=INFERENCE)
+    call(emu, "CreateAddon", clusterName="ml", addonName=INFERENCE,
+         configurationValues=INFERENCE_CONFIG)
     clock.advance(60)
     assert addon_status(emu, INFERENCE) == "ACTIVE"
     assert addon_status(emu, "amazon-sagemaker-hyperpod-taskgovernance") == "ACTIVE"

@@ -1,4 +1,5 @@
-"""The EKS emulator: clusters, add-ons with prerequisites, access entries, add-on events.
+"""The EKS emulator: clusters, add-ons with prerequisites, configuration and pod identity
+associations, access entries, add-on events.
 
 A plain class (docs/emulator.md, "Contracts"): one method per EKS operation named in snake_case,
 taking the validated input dict (model member names) and returning the output dict (model member
@@ -17,9 +18,11 @@ neither does this emulator. AWS does not document the detail of these events; ou
 ``{clusterName, clusterArn, addonName, addonArn, addonVersion, status, health, eventTime}``.
 
 `EksEmulator` is put together from one module per part of the service, on the base the HyperPod
-emulator shares (`service`): `eks_state` (state, timers, event delivery), `eks_clusters`,
-`eks_addons`, `eks_access` (access entries, and who a principal is in a cluster's Kubernetes
-API); this module adds the fault hooks and what the local cloud reads of the state.
+emulator shares (`service`): `eks_state` (state, timers, event delivery, idempotency tokens),
+`eks_clusters`, `eks_addons` (with `eks_schemas` and `eks_config`: add-on configuration
+schemas and their check), `eks_pod_identity` (pod identity associations), `eks_access`
+(access entries, and who a principal is in a cluster's Kubernetes API); this module adds the
+fault hooks and what the local cloud reads of the state.
 """
 
 from __future__ import annotations
@@ -165,6 +168,12 @@ class EksEmulator(Clusters):
         self._advance()
         return sorted(self._cluster(cluster_name).addons)
 
+    @operation
+    def preserved_addons(self, cluster_name: str) -> set[str]:
+        """The add-ons deleted with ``preserve``: their software is still in the cluster."""
+        self._advance()
+        return set(self._cluster(cluster_name).preserved)
+
     # ------------------------------------------------------------------ authorisation facts
     # What IAM reads of a resource to authorise a request on it: its ARN and tags (None: it
     # does not exist, and IAM authorises the ARN the request would have named).
@@ -182,6 +191,14 @@ class EksEmulator(Clusters):
         cluster = self._clusters.get(cluster_name)
         addon = cluster.addons.get(addon_name) if cluster is not None else None
         return (addon.arn, dict(addon.tags)) if addon is not None else None
+
+    @operation
+    def pod_identity_facts(self, cluster_name: str, association_id: str
+                           ) -> tuple[str, dict[str, str]] | None:
+        cluster = self._clusters.get(cluster_name)
+        association = (cluster.associations.get(association_id) if cluster is not None
+                       else None)
+        return (association.arn, dict(association.tags)) if association is not None else None
 
     @operation
     def access_entry_facts(self, cluster_name: str, principal_arn: str

@@ -1,4 +1,15 @@
-"""EKS add-ons: their life cycles, prerequisites, health and events.
+"""EKS add-ons: their life cycles, prerequisites, health, configuration and events.
+
+CreateAddon and UpdateAddon check ``configurationValues`` against the version's schema (the
+one DescribeAddonConfiguration answers, `eks_config`) and ``podIdentityAssociations`` against
+what the version takes (`eks_pod_identity`); a version that requires configuration is refused
+without it. An add-on whose `AddonSpec.failing_prerequisites` are not installed when its
+creation ends is CREATE_FAILED, each missing one a health issue with the add-on's own message
+(the inference operator: ``S3 CSI driver not installed (missing CSIDriver s3.csi.aws.com)``);
+other missing prerequisites make it DEGRADED (or CREATE_FAILED, see
+``missing_prerequisite_status``). An add-on deleted with ``preserve`` leaves its software
+running: it still counts as installed for the others' prerequisites until it is created again.
+``clientRequestToken`` makes CreateAddon and UpdateAddon idempotent.
 
 What it emits (source ``aws.eks``, the detail-types the EventBridge reference lists for EKS):
 ``EKS Addon Creation Succeeded`` / ``EKS Addon Creation Failed`` (creation ended ACTIVE /
@@ -10,15 +21,16 @@ CREATE_FAILED), ``EKS Addon Update Succeeded``, ``EKS Addon Deletion Succeeded``
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from hypd_local.emulator.eks_catalog import AddonSpec, AddonVersion
+from hypd_local.emulator.eks_config import invalid_configuration
 from hypd_local.emulator.eks_model import PAGES as _PAGES
 from hypd_local.emulator.eks_model import (
     _Addon,
     _Cluster,
-    _hex,
     _in_use,
     _invalid_parameter,
     _invalid_request,
@@ -26,7 +38,7 @@ from hypd_local.emulator.eks_model import (
     _Update,
     _uuid,
 )
-from hypd_local.emulator.eks_state import EksState
+from hypd_local.emulator.eks_pod_identity import PodIdentities
 from hypd_local.emulator.service import operation
 
 SOURCE = "aws.eks"
@@ -59,14 +71,18 @@ ADDON_ISSUE_CODES = (
 )
 
 
-class Addons(EksState):
-    """CreateAddon ... DescribeAddonVersions, and the add-ons' health."""
+class Addons(PodIdentities):
+    """CreateAddon ... DescribeAddonConfiguration, and the add-ons' health."""
 
     @operation
     def create_addon(self, params: Mapping[str, Any]) -> dict[str, Any]:
         now = self._now()
         cluster = self._cluster(params["clusterName"])
         name: str = params["addonName"]
+        replayed = self._replayed("CreateAddon", params)
+        existing = cluster.addons.get(name)
+        if replayed is not None and existing is not None and existing.arn == replayed:
+            return {"addon": self._describe_addon(existing)}
         if cluster.status != "ACTIVE":
             raise _invalid_request(
                 f"Cluster {cluster.name} is in {cluster.status} state; add-ons can only be "
@@ -81,7 +97,10 @@ class Addons(EksState):
         version = params.get("addonVersion") or self.catalog.default_version(name, cluster.version)
         assert version is not None
         self._check_version(cluster, name, version)
-        namespace = (params.get("namespaceConfig") or {}).get("namespace")
+        namespace = (params.get("namespaceConfig") or {}).get("namespace") or spec.default_namespace
+        self._check_configuration(cluster, spec, version, params.get("configurationValues"))
+        associations = params.get("podIdentityAssociations") or []
+        self._check_addon_associations(cluster, spec, version, namespace, associations)
         addon = _Addon(
             name=name,
             cluster=cluster,
@@ -92,15 +111,13 @@ class Addons(EksState):
             modified_at=now,
             service_account_role_arn=params.get("serviceAccountRoleArn"),
             configuration_values=params.get("configurationValues"),
-            pod_identity_associations=[
-                self._arn(f"podidentityassociation/{cluster.name}/"
-                          f"a-{_hex(json.dumps(p, sort_keys=True), 17)}")
-                for p in params.get("podIdentityAssociations") or []
-            ],
             tags=dict(params.get("tags") or {}),
-            namespace=namespace or spec.default_namespace,
+            namespace=namespace,
         )
         cluster.addons[name] = addon
+        cluster.preserved.discard(name)
+        self._own_associations(addon, namespace, associations, now)
+        self._remember("CreateAddon", params, addon.arn)
         seconds: float | None = self.durations.addon_create
         if (cluster.name, name) in self._pending_addon_stalls:
             seconds = self._pending_addon_stalls.pop((cluster.name, name))
@@ -117,6 +134,22 @@ class Addons(EksState):
                 f"Addon version specified is not supported for {name} on Kubernetes "
                 f"{cluster.version}", clusterName=cluster.name, addonName=name)
 
+    @staticmethod
+    def _version(spec: AddonSpec, version: str) -> AddonVersion | None:
+        return next((v for v in spec.versions if v.version == version), None)
+
+    def _check_configuration(self, cluster: _Cluster, spec: AddonSpec, version: str,
+                             values: str | None, *, updating: bool = False) -> None:
+        """``configurationValues`` against the version's schema (InvalidParameterException
+        naming each key that is unknown, of the wrong type or missing). Absent values are
+        checked as ``{}`` when the version requires configuration and is being created."""
+        known = self._version(spec, version)
+        if values is None and (updating or known is None or not known.requires_configuration):
+            return
+        message = invalid_configuration(spec.configuration_schema, values or "")
+        if message is not None:
+            raise _invalid_parameter(message, clusterName=cluster.name, addonName=spec.name)
+
     def _live(self, addon: _Addon) -> bool:
         cluster = addon.cluster
         return (self._clusters.get(cluster.name) is cluster
@@ -130,7 +163,10 @@ class Addons(EksState):
             addon.injected_issues = [pending]
         addon.prerequisite_issues = self._prerequisite_issues(addon)
         addon.modified_at = now
-        if addon.prerequisite_issues and self.missing_prerequisite_status == "CREATE_FAILED":
+        failing = {prerequisite for prerequisite, _ in self._failing_prerequisites(addon)}
+        if (any(i["resourceIds"][0] in failing for i in addon.prerequisite_issues)
+                or (addon.prerequisite_issues
+                    and self.missing_prerequisite_status == "CREATE_FAILED")):
             addon.status = "CREATE_FAILED"
             self._addon_event(ADDON_CREATION_FAILED, addon, now)
         elif addon.issues():
@@ -141,18 +177,26 @@ class Addons(EksState):
             self._addon_event(ADDON_CREATION_SUCCEEDED, addon, now)
         self._reevaluate_cluster(addon.cluster, now)
 
+    def _failing_prerequisites(self, addon: _Addon) -> Iterable[tuple[str, str]]:
+        spec = self.catalog.get(addon.name)
+        return spec.failing_prerequisites if spec else ()
+
     def _prerequisite_issues(self, addon: _Addon) -> list[dict[str, Any]]:
         spec = self.catalog.get(addon.name)
+        messages = dict(self._failing_prerequisites(addon))
+        cluster = addon.cluster
         issues = []
         for prerequisite in spec.prerequisites if spec else ():
-            other = addon.cluster.addons.get(prerequisite)
-            if other is not None and other.status in _INSTALLED:
+            other = cluster.addons.get(prerequisite)
+            if (other is not None and other.status in _INSTALLED) or (
+                    other is None and prerequisite in cluster.preserved):
                 continue
             issues.append({
                 "code": _PREREQUISITE_ISSUE_CODE.get(prerequisite,
                                                      _DEFAULT_PREREQUISITE_ISSUE_CODE),
-                "message": f"{addon.name} requires the {prerequisite} add-on, which is not "
-                           "installed on the cluster. Install it to resolve this issue.",
+                "message": messages.get(prerequisite) or (
+                    f"{addon.name} requires the {prerequisite} add-on, which is not installed "
+                    "on the cluster. Install it to resolve this issue."),
                 "resourceIds": [prerequisite],
             })
         return issues
@@ -197,11 +241,15 @@ class Addons(EksState):
             return {"addon": self._describe_addon(addon)}
         addon.status = "DELETING"
         addon.modified_at = now
+        preserve = bool(params.get("preserve"))
 
         def finish(t: datetime) -> None:
             if not self._live(addon) or addon.status != "DELETING":
                 return
             del cluster.addons[addon.name]
+            self._drop_associations(addon)
+            if preserve:
+                cluster.preserved.add(addon.name)
             self._addon_event(ADDON_DELETION_SUCCEEDED, addon, t, status="DELETED")
             self._reevaluate_cluster(cluster, t)
 
@@ -213,6 +261,9 @@ class Addons(EksState):
         now = self._now()
         cluster = self._cluster(params["clusterName"])
         addon = self._addon(cluster, params["addonName"])
+        replayed = self._replayed("UpdateAddon", params)
+        if replayed is not None and replayed in cluster.updates:
+            return {"update": cluster.updates[replayed].describe()}
         if addon.status in ("CREATING", "UPDATING", "DELETING"):
             raise _in_use(f"Addon {addon.name} is in {addon.status} state and cannot be updated.",
                           clusterName=cluster.name, addonName=addon.name)
@@ -222,6 +273,14 @@ class Addons(EksState):
         version = params.get("addonVersion")
         if version is not None:
             self._check_version(cluster, addon.name, version)
+        spec = self.catalog.get(addon.name)
+        associations = params.get("podIdentityAssociations")
+        if spec is not None:
+            target = version or addon.version
+            self._check_configuration(cluster, spec, target, params.get("configurationValues"),
+                                      updating=True)
+            self._check_addon_associations(cluster, spec, target, addon.namespace or "",
+                                           associations or [], owner_arn=addon.arn)
         update_params = []
         for member, param_type in (
             ("addonVersion", "AddonVersion"), ("serviceAccountRoleArn", "ServiceAccountRoleArn"),
@@ -240,6 +299,9 @@ class Addons(EksState):
         cluster.updates[update.id] = update
         addon.status = "UPDATING"
         addon.modified_at = now
+        if associations is not None:  # the whole list: what it leaves out goes
+            self._own_associations(addon, addon.namespace or "", associations, now)
+        self._remember("UpdateAddon", params, update.id)
 
         def finish(t: datetime) -> None:
             if not self._live(addon) or addon.status != "UPDATING":
@@ -301,6 +363,29 @@ class Addons(EksState):
                 "defaultNamespace": spec.default_namespace,
             })
         return _PAGES.listing("addons", infos, params)
+
+    @operation
+    def describe_addon_configuration(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        self._advance()
+        name, version = params["addonName"], params["addonVersion"]
+        spec = self.catalog.get(name)
+        if spec is None:
+            raise _not_found(f"No addon found for addonName: {name}", addonName=name)
+        if self._version(spec, version) is None:
+            raise _invalid_parameter(
+                f"Addon version {version} specified is not supported for {name}",
+                addonName=name)
+        out: dict[str, Any] = {"addonName": name, "addonVersion": version,
+                               "configurationSchema": spec.configuration_schema}
+        if spec.takes_pod_identity(version):
+            out["podIdentityConfiguration"] = [
+                {"serviceAccount": c.service_account,
+                 "recommendedManagedPolicies": [
+                     f"arn:{self.partition}:iam::aws:policy/{policy}"
+                     for policy in c.recommended_managed_policies]}
+                for c in spec.pod_identity
+            ]
+        return out
 
     def _addon(self, cluster: _Cluster, name: str) -> _Addon:
         addon = cluster.addons.get(name)

@@ -3,13 +3,20 @@
 Everything here is data a test or the demo can replace (``AddonCatalog(...)``). The add-on
 names, owners, types and prerequisites follow the AWS documentation (../shared/docs/AWS-FACTS.md);
 the version strings are realistic in shape (``v1.19.6-eksbuild.7``) but invented: they are not a
-copy of any Region's answer to DescribeAddonVersions.
+copy of any Region's answer to DescribeAddonVersions. The SageMaker HyperPod add-ons' versions
+that matter to their traps are the documented ones (../shared/docs/FEATURES-FACTS.md): the
+training operator's v1.2.1-eksbuild.1 (the default, which needs no IAM permissions and refuses
+pod identity associations on CreateAddon) and v1.2.0 / v1.1.0 (which need them), cert-manager's
+v1.18.2-eksbuild.2 (the default, refusing pod identity too), task governance's
+v1.3.0-eksbuild.1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from hypd_local.emulator import eks_schemas
 
 KUBERNETES_VERSIONS: tuple[str, ...] = ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 """Kubernetes versions the emulated EKS accepts (oldest first)."""
@@ -60,6 +67,20 @@ class AddonVersion:
     compute_types: tuple[str, ...] = ("ec2",)
     requires_configuration: bool = False
     requires_iam_permissions: bool = False
+    pod_identity: bool = True
+    """Whether CreateAddon and UpdateAddon take ``podIdentityAssociations`` for this version
+    (when its add-on has a `AddonSpec.pod_identity` configuration at all)."""
+
+
+@dataclass(frozen=True)
+class PodIdentityConfig:
+    """A service account of an add-on that pod identity associations may name, and the AWS
+    managed policies EKS recommends for its role (DescribeAddonConfiguration's
+    ``podIdentityConfiguration``)."""
+
+    service_account: str
+    recommended_managed_policies: tuple[str, ...] = ()
+    """Policy paths below ``arn:<partition>:iam::aws:policy/``."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +96,19 @@ class AddonSpec:
     """Newest first, as DescribeAddonVersions lists them."""
     prerequisites: tuple[str, ...] = ()
     """Add-ons that must be installed (and past CREATING) for this one to be healthy."""
+    failing_prerequisites: tuple[tuple[str, str], ...] = ()
+    """(prerequisite, the health issue's message): without it installed when its creation
+    ends, this add-on is CREATE_FAILED (the inference operator checks the CSI drivers)."""
+    pod_identity: tuple[PodIdentityConfig, ...] = ()
+    """The service accounts pod identity associations of the add-on may name (none: the add-on
+    takes no pod identity associations)."""
+    configuration_schema: str = eks_schemas.NO_CONFIGURATION
+    """DescribeAddonConfiguration's ``configurationSchema`` (a JSON document)."""
+
+    def takes_pod_identity(self, version: str) -> bool:
+        """Whether ``podIdentityAssociations`` are accepted for add-on version ``version``."""
+        return bool(self.pod_identity) and any(
+            v.version == version and v.pod_identity for v in self.versions)
 
 
 @dataclass(frozen=True)
@@ -125,16 +159,23 @@ def _all(*versions: str) -> tuple[str, ...]:
 
 
 def _simple(
-    newest_first: Iterable[str], *, iam: bool = False, k8s: tuple[str, ...] = KUBERNETES_VERSIONS
+    newest_first: Iterable[str], *, iam: bool = False, k8s: tuple[str, ...] = KUBERNETES_VERSIONS,
+    configuration: bool = False, no_pod_identity: Iterable[str] = (),
+    no_iam: Iterable[str] = (),
 ) -> tuple[AddonVersion, ...]:
-    """Versions all compatible with ``k8s``; the newest is the default everywhere."""
+    """Versions all compatible with ``k8s``; the newest is the default everywhere. Those of
+    ``no_pod_identity`` refuse pod identity associations, those of ``no_iam`` require no IAM
+    permissions (when ``iam`` says the others do)."""
     listed = list(newest_first)
+    refusing, without_iam = set(no_pod_identity), set(no_iam)
     return tuple(
         AddonVersion(
             version,
             k8s,
             default_for=k8s if index == 0 else (),
-            requires_iam_permissions=iam,
+            requires_configuration=configuration,
+            requires_iam_permissions=iam and version not in without_iam,
+            pod_identity=version not in refusing,
         )
         for index, version in enumerate(listed)
     )
@@ -205,45 +246,69 @@ class AddonCatalog:
     @classmethod
     def default(cls) -> AddonCatalog:
         aws, community = "aws", "community"
+        hyperpod_k8s = _all("1.30", "1.31", "1.32", "1.33", "1.34")
         return cls(
             addons=(
                 AddonSpec("vpc-cni", "networking", "eks", aws, "kube-system",
                           _simple(["v1.20.4-eksbuild.1", "v1.19.6-eksbuild.7",
-                                   "v1.18.6-eksbuild.3"], iam=True)),
+                                   "v1.18.6-eksbuild.3"], iam=True),
+                          pod_identity=(PodIdentityConfig("aws-node", ("AmazonEKS_CNI_Policy",)),)),
                 AddonSpec("coredns", "networking", "eks", aws, "kube-system", _coredns()),
                 AddonSpec("kube-proxy", "networking", "eks", aws, "kube-system",
                           _per_minor("v{k8s}.0-eksbuild.{build}")),
                 AddonSpec("eks-pod-identity-agent", "security", "eks", aws, "kube-system",
                           _simple(["v1.3.8-eksbuild.2", "v1.3.4-eksbuild.1"])),
                 AddonSpec("aws-ebs-csi-driver", "storage", "eks", aws, "kube-system",
-                          _simple(["v1.48.0-eksbuild.1", "v1.45.0-eksbuild.2"], iam=True)),
+                          _simple(["v1.48.0-eksbuild.1", "v1.45.0-eksbuild.2"], iam=True),
+                          pod_identity=(PodIdentityConfig(
+                              "ebs-csi-controller-sa",
+                              ("service-role/AmazonEBSCSIDriverPolicy",)),)),
                 AddonSpec("aws-mountpoint-s3-csi-driver", "storage", "eks", aws, "kube-system",
-                          _simple(["v2.0.0-eksbuild.1", "v1.15.0-eksbuild.1"], iam=True)),
+                          _simple(["v2.0.0-eksbuild.1", "v1.15.0-eksbuild.1"], iam=True),
+                          pod_identity=(PodIdentityConfig("s3-csi-driver-sa"),)),
                 AddonSpec("aws-fsx-csi-driver", "storage", "eks", aws, "kube-system",
-                          _simple(["v1.6.0-eksbuild.1", "v1.5.0-eksbuild.1"], iam=True)),
+                          _simple(["v1.6.0-eksbuild.1", "v1.5.0-eksbuild.1"], iam=True),
+                          pod_identity=(PodIdentityConfig("fsx-csi-controller-sa",
+                                                          ("AmazonFSxFullAccess",)),)),
                 AddonSpec("metrics-server", "observability", "eks", community, "kube-system",
                           _simple(["v0.8.0-eksbuild.2", "v0.7.2-eksbuild.4"])),
                 AddonSpec("cert-manager", "security", "eks", community, "cert-manager",
-                          _simple(["v1.18.2-eksbuild.2", "v1.17.2-eksbuild.1"])),
+                          _simple(["v1.18.2-eksbuild.2", "v1.17.2-eksbuild.1"],
+                                  no_pod_identity=["v1.18.2-eksbuild.2"]),
+                          pod_identity=(PodIdentityConfig("cert-manager"),)),
                 AddonSpec("amazon-sagemaker-hyperpod-training-operator", "machine-learning",
                           "eks", aws, "aws-hyperpod",
-                          _simple(["v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"], iam=True,
-                                  k8s=_all("1.30", "1.31", "1.32", "1.33", "1.34")),
-                          prerequisites=("cert-manager", "eks-pod-identity-agent")),
+                          _simple(["v1.2.1-eksbuild.1", "v1.2.0-eksbuild.1", "v1.1.0-eksbuild.1"],
+                                  iam=True, k8s=hyperpod_k8s,
+                                  no_pod_identity=["v1.2.1-eksbuild.1"],
+                                  no_iam=["v1.2.1-eksbuild.1"]),
+                          prerequisites=("cert-manager", "eks-pod-identity-agent"),
+                          pod_identity=(PodIdentityConfig(
+                              "hp-training-operator-controller-manager",
+                              ("AmazonSageMakerHyperPodTrainingOperatorAccess",)),)),
                 AddonSpec("amazon-sagemaker-hyperpod-inference", "machine-learning", "eks", aws,
                           "hyperpod-inference-system",
-                          _simple(["v1.0.0-eksbuild.1"], iam=True,
-                                  k8s=_all("1.30", "1.31", "1.32", "1.33", "1.34")),
+                          _simple(["v1.0.0-eksbuild.1"], iam=True, k8s=hyperpod_k8s,
+                                  configuration=True),
                           prerequisites=("aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver",
-                                         "metrics-server", "cert-manager")),
+                                         "metrics-server", "cert-manager"),
+                          failing_prerequisites=(
+                              ("aws-mountpoint-s3-csi-driver",
+                               "S3 CSI driver not installed (missing CSIDriver s3.csi.aws.com)"),
+                              ("aws-fsx-csi-driver",
+                               "FSx CSI driver not installed (missing CSIDriver fsx.csi.aws.com)"),
+                          ),
+                          configuration_schema=eks_schemas.INFERENCE),
                 AddonSpec("amazon-sagemaker-hyperpod-observability", "observability", "eks", aws,
                           "hyperpod-observability",
-                          _simple(["v1.0.0-eksbuild.1"], iam=True,
-                                  k8s=_all("1.30", "1.31", "1.32", "1.33", "1.34")),
-                          prerequisites=("eks-pod-identity-agent",)),
+                          _simple(["v1.0.0-eksbuild.1"], iam=True, k8s=hyperpod_k8s),
+                          prerequisites=("eks-pod-identity-agent",),
+                          pod_identity=(PodIdentityConfig(
+                              "hyperpod-observability-operator-otel-collector"),),
+                          configuration_schema=eks_schemas.OBSERVABILITY),
                 AddonSpec("amazon-sagemaker-hyperpod-taskgovernance", "machine-learning", "eks",
                           aws, "kueue-system",
-                          _simple(["v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"],
-                                  k8s=_all("1.30", "1.31", "1.32", "1.33", "1.34"))),
+                          _simple(["v1.3.0-eksbuild.1", "v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"],
+                                  k8s=hyperpod_k8s)),
             )
         )

@@ -154,6 +154,7 @@ class _Addon:
     service_account_role_arn: str | None = None
     configuration_values: str | None = None
     pod_identity_associations: list[str] = field(default_factory=list)
+    """The ARNs of the pod identity associations the add-on owns (in `_Cluster.associations`)."""
     tags: dict[str, str] = field(default_factory=dict)
     namespace: str | None = None
     prerequisite_issues: list[dict[str, Any]] = field(default_factory=list)
@@ -177,6 +178,52 @@ class _AccessEntry:
 
 
 @dataclass(eq=False)
+class _PodIdentity:
+    """An EKS Pod Identity association (standalone, or owned by the add-on ``owner_arn``)."""
+
+    id: str
+    arn: str
+    namespace: str
+    service_account: str
+    role_arn: str
+    created_at: datetime
+    modified_at: datetime
+    tags: dict[str, str] = field(default_factory=dict)
+    owner_arn: str | None = None
+    disable_session_tags: bool = False
+    target_role_arn: str | None = None
+    external_id: str | None = None
+    policy: str | None = None
+
+    def describe(self, cluster_name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            **self.summary(cluster_name),
+            "roleArn": self.role_arn,
+            "tags": dict(self.tags),
+            "createdAt": self.created_at,
+            "modifiedAt": self.modified_at,
+            "disableSessionTags": self.disable_session_tags,
+        }
+        for member, value in (("targetRoleArn", self.target_role_arn),
+                              ("externalId", self.external_id), ("policy", self.policy)):
+            if value is not None:
+                out[member] = value
+        return out
+
+    def summary(self, cluster_name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "clusterName": cluster_name,
+            "namespace": self.namespace,
+            "serviceAccount": self.service_account,
+            "associationArn": self.arn,
+            "associationId": self.id,
+        }
+        if self.owner_arn is not None:
+            out["ownerArn"] = self.owner_arn
+        return out
+
+
+@dataclass(eq=False)
 class _Cluster:
     name: str
     arn: str
@@ -194,6 +241,10 @@ class _Cluster:
     access_entries: dict[str, _AccessEntry] = field(default_factory=dict)
     updates: dict[str, _Update] = field(default_factory=dict)
     deletion_protection: bool = False
+    associations: dict[str, _PodIdentity] = field(default_factory=dict)
+    """Pod identity associations by associationId, in creation order."""
+    preserved: set[str] = field(default_factory=set)
+    """Add-ons deleted with ``preserve``: their software still runs in the cluster, unmanaged."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -216,6 +267,20 @@ def _hex(seed: str, length: int) -> str:
 
 def _uuid(seed: str) -> str:
     return str(uuid.UUID(hex=_hex(seed, 32)))
+
+
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _association_id(seed: str) -> str:
+    """A pod identity association's ID as EKS makes them: ``a-`` and 17 lowercase letters and
+    digits (``a-kyevsbqhrnchy79jw``), 19 characters in all."""
+    number = int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")
+    chars = []
+    for _ in range(17):
+        number, digit = divmod(number, 36)
+        chars.append(_BASE36[digit])
+    return "a-" + "".join(chars)
 
 
 def _iam_principal(arn: str) -> tuple[str, str, str] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -23,6 +24,7 @@ from hypd_local.emulator.eks_model import (
     Emit,
     _Addon,
     _Cluster,
+    _invalid_parameter,
     _not_found,
 )
 from hypd_local.emulator.service import Injections, ServiceEmulator
@@ -85,6 +87,8 @@ class EksState(ServiceEmulator):
         self._endpoints: dict[str, str] = {}
         self._certificate_authorities: dict[str, str] = {}
         self._ids = itertools.count(1)
+        # (operation, clientRequestToken) -> (the request without its token, what it made)
+        self._tokens: dict[tuple[str, str], tuple[str, str]] = {}
         self._delivery = threading.RLock()
         self._outbox: list[dict[str, Any]] = []
         self._delivering = False
@@ -136,6 +140,33 @@ class EksState(ServiceEmulator):
 
     def _after_release(self) -> None:
         self._flush()  # the events the operation queued, outside the state lock
+
+    # ------------------------------------------------------------------ idempotency
+
+    @staticmethod
+    def _request_digest(params: Mapping[str, Any]) -> str:
+        return json.dumps({k: v for k, v in params.items() if k != "clientRequestToken"},
+                          sort_keys=True, default=str)
+
+    def _replayed(self, operation: str, params: Mapping[str, Any]) -> str | None:
+        """What an earlier request of ``operation`` with this ``clientRequestToken`` made (an
+        ARN or an ID), when this request repeats it; None for a new token. The same token with
+        other parameters is refused."""
+        token = params.get("clientRequestToken")
+        seen = self._tokens.get((operation, token)) if token else None
+        if seen is None:
+            return None
+        digest, made = seen
+        if digest != self._request_digest(params):
+            raise _invalid_parameter(
+                f"The client request token {token} has already been used for a {operation} "
+                "request with different parameters.")
+        return made
+
+    def _remember(self, operation: str, params: Mapping[str, Any], made: str) -> None:
+        token = params.get("clientRequestToken")
+        if token:
+            self._tokens[(operation, token)] = (self._request_digest(params), made)
 
     def _cluster(self, name: str) -> _Cluster:
         cluster = self._clusters.get(name)

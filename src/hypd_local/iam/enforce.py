@@ -124,10 +124,12 @@ _HYPERPOD_SLR = LinkedRole(
 def _passed_roles(service: str, operation: str, params: Mapping[str, Any]) -> list[PassedRole]:
     if service == "eks" and operation == "CreateCluster" and params.get("roleArn"):
         return [PassedRole(str(params["roleArn"]), "eks.amazonaws.com", "clusterRole")]
-    if service == "eks" and operation == "CreateAddon":
+    if service == "eks" and operation in ("CreateAddon", "UpdateAddon"):
         return [PassedRole(str(a["roleArn"]), "pods.eks.amazonaws.com", "pod identity role")
                 for a in params.get("podIdentityAssociations") or [] if a.get("roleArn")]
-    if service == "eks" and operation == "CreatePodIdentityAssociation":
+    if service == "eks" and operation in ("CreatePodIdentityAssociation",
+                                          "UpdatePodIdentityAssociation") and params.get(
+                                              "roleArn"):
         return [PassedRole(str(params["roleArn"]), "pods.eks.amazonaws.com",
                            "pod identity role")]
     if service == "sagemaker" and operation in ("CreateCluster", "UpdateCluster"):

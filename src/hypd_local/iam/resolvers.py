@@ -14,6 +14,10 @@ checks AWS makes beyond the action itself:
   ``eks:CreateAccessEntry``, ``eks:DescribeAccessEntry``, ``eks:AssociateAccessPolicy``),
   the dependent actions the SAR lists for it;
 - EKS add-ons with pod identity associations need ``eks:CreatePodIdentityAssociation``;
+  Describe/Update/DeletePodIdentityAssociation are authorised against the association
+  (``podidentityassociation/<cluster>/<id>``), ListPodIdentityAssociations against the cluster,
+  and a role given to Create/UpdatePodIdentityAssociation or an add-on's association needs
+  ``iam:PassRole`` to ``pods.eks.amazonaws.com``;
 - HyperPod's task governance creates (scheduler configs, compute quotas) act on the cluster
   too and read it and its EKS cluster (the dependent actions the SAR lists for them);
 - IAM OIDC providers are named by their issuer (``oidc-provider/<host and path>``); AMP

@@ -1,6 +1,6 @@
 """How EKS and SageMaker HyperPod requests name their resources: clusters, add-ons, access
-entries, HyperPod clusters with their instance groups and the EKS cluster they act on, task
-governance's scheduler configs and compute quotas."""
+entries, pod identity associations, HyperPod clusters with their instance groups and the EKS
+cluster they act on, task governance's scheduler configs and compute quotas."""
 
 from __future__ import annotations
 
@@ -65,6 +65,17 @@ def _eks(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
         checks = [Check(action, (Target(arn, "addon", tags=tags),))]
         if op == "UpdateAddon" and p.get("serviceAccountRoleArn"):
             checks.append(pass_role(w, str(p["serviceAccountRoleArn"]), "eks.amazonaws.com"))
+        if op == "UpdateAddon":
+            checks += [pass_role(w, str(a["roleArn"]), "pods.eks.amazonaws.com")
+                       for a in p.get("podIdentityAssociations") or []]
+        return checks
+    if op in ("DescribePodIdentityAssociation", "UpdatePodIdentityAssociation",
+              "DeletePodIdentityAssociation") and cluster:
+        # the SAR: the association itself (podidentityassociation/${ClusterName}/${UUID})
+        arn, tags = w.eks_pod_identity_association(str(cluster), str(p["associationId"]))
+        checks = [Check(action, (Target(arn, "podidentityassociation", tags=tags),))]
+        if op == "UpdatePodIdentityAssociation" and p.get("roleArn"):
+            checks.append(pass_role(w, str(p["roleArn"]), "pods.eks.amazonaws.com"))
         return checks
     if op in ("TagResource", "UntagResource", "ListTagsForResource"):
         target = _eks_resource_target(w, str(p.get("resourceArn", "")))

@@ -21,6 +21,9 @@ class EksFacts(Protocol):
     def access_entry_facts(self, cluster_name: str, principal_arn: str
                            ) -> tuple[str, dict[str, str]] | None: ...
 
+    def pod_identity_facts(self, cluster_name: str, association_id: str
+                           ) -> tuple[str, dict[str, str]] | None: ...
+
 
 class HyperPodFacts(Protocol):
     def cluster_facts(self, name_or_arn: str) -> tuple[str, dict[str, str]] | None: ...
@@ -120,6 +123,14 @@ class World:
         facts = self.eks.addon_facts(cluster, addon) if self.eks is not None else None
         if facts is None:
             return self.arn("eks", f"addon/{cluster}/{addon}/*"), None
+        return facts
+
+    def eks_pod_identity_association(self, cluster: str, association_id: str
+                                     ) -> tuple[str, Mapping[str, str] | None]:
+        facts = (self.eks.pod_identity_facts(cluster, association_id)
+                 if self.eks is not None else None)
+        if facts is None:
+            return self.arn("eks", f"podidentityassociation/{cluster}/{association_id}"), None
         return facts
 
     def eks_access_entry(self, cluster: str, principal_arn: str

@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypd_local.kube.resources import crd_manifest
+
 NODECLASS_GROUP = "karpenter.sagemaker.amazonaws.com"
 NODECLASS_KIND = "HyperpodNodeClass"
 KARPENTER_GROUP = "karpenter.sh"
@@ -40,21 +42,7 @@ Obj = dict[str, Any]
 
 
 def _crd(group: str, kind: str, plural: str) -> Obj:
-    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Cluster",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind,
-                      "listKind": f"{kind}List", "categories": ["karpenter"]},
-            "versions": [{"name": "v1", "served": True, "storage": True,
-                          "schema": {"openAPIV3Schema": schema},
-                          "subresources": {"status": {}}}],
-        },
-    }
+    return crd_manifest(group, kind, plural, namespaced=False, categories=("karpenter",))
 
 
 CRDS: tuple[Obj, ...] = (

@@ -266,6 +266,15 @@ def _count(*sections: str) -> Callable[[Obj], int]:
     return lambda obj: sum(len(obj.get(section) or {}) for section in sections)
 
 
+def _csidriver_cells(driver: Obj, now: datetime) -> list[Any]:
+    spec = _spec(driver)
+    tokens = ",".join(str(t.get("audience", "")) for t in spec.get("tokenRequests") or [])
+    return [_meta(driver).get("name"), bool(spec.get("attachRequired", True)),
+            bool(spec.get("podInfoOnMount")), bool(spec.get("storageCapacity")),
+            tokens or "<unset>", bool(spec.get("requiresRepublish")),
+            ",".join(spec.get("volumeLifecycleModes") or ["Persistent"]), _created(driver, now)]
+
+
 def _simple(*cells: Callable[[Obj, datetime], Any]) -> Cells:
     return lambda obj, now: [_meta(obj).get("name"), *(cell(obj, now) for cell in cells)]
 
@@ -385,6 +394,11 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         (NAME, Column("Provisioner"), Column("ReclaimPolicy"), Column("VolumeBindingMode"),
          Column("AllowVolumeExpansion", type="boolean"), AGE),
         _storageclass_cells),
+    ("storage.k8s.io", "csidrivers"): Printer(
+        (NAME, Column("AttachRequired", type="boolean"), Column("PodInfoOnMount", type="boolean"),
+         Column("StorageCapacity", type="boolean"), Column("TokenRequests"),
+         Column("RequiresRepublish", type="boolean"), Column("Modes"), AGE),
+        _csidriver_cells),
     ("scheduling.k8s.io", "priorityclasses"): Printer(
         (NAME, Column("Value", type="integer"), Column("Global-Default", type="boolean"), AGE,
          Column("Preemption Policy")),

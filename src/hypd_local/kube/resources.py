@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,6 +151,7 @@ BUILTIN: tuple[ResourceType, ...] = (
        False, ("crd", "crds"), status=True),
     _t("coordination.k8s.io", "v1", "leases", "Lease"),
     _t("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
+    _t("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
     _t("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     _t("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",), status=True),
 )
@@ -186,3 +188,30 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
             )
         )
     return types
+
+
+def crd_manifest(group: str, kind: str, plural: str, *, namespaced: bool,
+                 served: Iterable[str] = ("v1",), storage: str = "v1",
+                 categories: Iterable[str] = ()) -> dict[str, Any]:
+    """A CustomResourceDefinition serving ``served`` versions (``storage`` the stored one),
+    each with a status subresource and a schema that keeps unknown fields, as a controller's
+    installer writes it when its own schema is not modelled."""
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    names: dict[str, Any] = {"plural": plural, "singular": kind.lower(), "kind": kind,
+                             "listKind": f"{kind}List"}
+    if categories:
+        names["categories"] = list(categories)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced" if namespaced else "Cluster",
+            "names": names,
+            "versions": [{"name": version, "served": True, "storage": version == storage,
+                          "schema": {"openAPIV3Schema": dict(schema)},
+                          "subresources": {"status": {}}}
+                         for version in served],
+        },
+    }

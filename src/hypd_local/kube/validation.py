@@ -107,7 +107,8 @@ class Violation:
         return f"{self.field}: {self.detail}"
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON type of a decoded value (``object`` for a mapping)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -128,7 +129,7 @@ def _shown(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, (dict, list)):
-        return _json_type(value)
+        return json_type(value)
     return json.dumps(value)
 
 
@@ -138,7 +139,7 @@ def _type_ok(value: Any, node: Schema) -> bool:
         return isinstance(value, (int, str)) and not isinstance(value, bool)
     if not wanted:
         return True
-    actual = _json_type(value)
+    actual = json_type(value)
     return actual == wanted or (wanted == "number" and actual == "integer")
 
 
@@ -156,8 +157,8 @@ def check_values(obj: Any, schema: Schema, resolve: Resolve, path: str = "") -> 
     if not _type_ok(obj, node):
         wanted = "integer or string" if node.get("x-kubernetes-int-or-string") else node["type"]
         found.append(Violation(where, "FieldValueInvalid",
-                               f'Invalid value: "{_json_type(obj)}": {where} in body must be of '
-                               f'type {wanted}: "{_json_type(obj)}"'))
+                               f'Invalid value: "{json_type(obj)}": {where} in body must be of '
+                               f'type {wanted}: "{json_type(obj)}"'))
         return found
     enum = node.get("enum")
     if isinstance(enum, list) and obj not in enum:
