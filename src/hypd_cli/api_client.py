@@ -86,6 +86,8 @@ ROUTES: dict[str, Route] = {
     "getNodeHealth": Route("GET", "/clusters/{tag}/nodes/{nodeId}/health"),
     "getHealthPolicy": Route("GET", "/clusters/{tag}/health-policy"),
     "setHealthPolicy": Route("PUT", "/clusters/{tag}/health-policy", has_body=True),
+    "getFeatures": Route("GET", "/clusters/{tag}/features"),
+    "setFeatures": Route("PATCH", "/clusters/{tag}/features", has_body=True),
 }
 
 

@@ -113,7 +113,7 @@ INFERENCE_OPERATOR = Feature(
             managed_policies=("AmazonSageMakerHyperPodInferenceAccess",),
             service_accounts=(f"{INFERENCE_NAMESPACE}:hyperpod-inference-controller-manager",),
             also_trusted_service="sagemaker.amazonaws.com",
-            name_prefix="SageMakerHyperPodInference-",
+            name_prefix="SageMakerHyperPodInference-hypd-",
             path="/",
             inline="hyperpod-inference-v3",
         ),

@@ -256,10 +256,17 @@ class Enforcer:
     def before(self, service: str, operation: str, params: Mapping[str, Any],
                principal: Principal | None) -> None:
         """Raise the service's error when it would refuse the request for a role it cannot
-        assume or a service-linked role its caller may not create; create that role else."""
+        assume or a service-linked role its caller may not create; create that role else.
+
+        AWS managed policies exist in every account; moto knows them only once loaded: an IAM
+        request naming one (AttachRolePolicy, GetPolicy...) loads it from moto's copy first."""
+        policy_arn = str(params.get("PolicyArn") or "")
+        if service == "iam" and ":iam::aws:policy/" in policy_arn:
+            self.directory.ensure_aws_managed_policy(policy_arn)
         for role in _passed_roles(service, operation, params):
             record = self.directory.role(role.arn)
-            if record is None or not trusts(record.trust_policy, role.service):
+            if record is None or not trusts(record.trust_policy, role.service,
+                                            context=self._assume_context(role, params)):
                 raise _untrusted(service, role, record is not None)
         linked = _linked_role(service, operation)
         if linked is None or self.directory.service_linked_role(linked.service) is not None:
@@ -274,6 +281,16 @@ class Enforcer:
         self.directory.create_service_linked_role(
             linked.service, linked.role_name,
             linked.policy_arn.replace("arn:aws:", f"arn:{self.world.partition}:", 1))
+
+    def _assume_context(self, role: PassedRole, params: Mapping[str, Any]) -> dict[str, list[str]]:
+        """What the service puts in the request context when it assumes the role: EKS Pod
+        Identity names the account and the cluster (aws:SourceAccount, aws:SourceArn), which
+        AWS's documented trust policies for pod identity roles may condition on."""
+        if role.service != "pods.eks.amazonaws.com" or not params.get("clusterName"):
+            return {}
+        cluster = self.world.arn("eks", f"cluster/{params['clusterName']}")
+        # (The evaluator matches context keys in lower case, as IAM compares them.)
+        return {"aws:sourceaccount": [self.account_id], "aws:sourcearn": [cluster]}
 
     @contextmanager
     def acting(self, principal: Principal | None) -> Iterator[None]:

@@ -179,7 +179,7 @@ def _governance(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
     checks = [Check(action, (cluster, created)),
               Check("sagemaker:DescribeCluster", (Target(arn, "cluster", tags=tags),))]
     if request_tags:
-        checks.append(Check("sagemaker:AddTags", (Target(created.arn, kind),)))
+        checks.append(Check("sagemaker:AddTags", (created,)))
     eks_arn = w.hyperpod_eks_arn(str(p["ClusterArn"]))
     if eks_arn:
         name = eks_arn.rsplit("/", 1)[-1]

@@ -1,0 +1,248 @@
+"""Managed features end to end: each feature on and off through the REST API on the local cloud,
+with the prerequisites counted and what AWS and Kubernetes hold compared after each step."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from hypd_cli.api_client import ApiClient
+from tests.e2e.capacity import CLUSTER, TAG, created_cluster, run, stages
+
+TLS_BUCKET = "hyperpod-tls-train"
+TRAINING = "amazon-sagemaker-hyperpod-training-operator"
+INFERENCE = "amazon-sagemaker-hyperpod-inference"
+
+
+def patch(api: ApiClient, **body: Any) -> dict[str, Any]:
+    return api.call("setFeatures", tag=TAG, body=body)
+
+
+def apply(api: ApiClient, cloud: Any, **body: Any) -> dict[str, Any]:
+    """PATCH, follow the operation, and expect it to succeed."""
+    accepted = patch(api, **body)
+    assert "operationId" in accepted, accepted
+    operation = run(api, cloud, accepted)
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    return operation
+
+
+def features(api: ApiClient) -> dict[str, Any]:
+    return dict(api.call("getFeatures", tag=TAG)["features"])
+
+
+def world(cloud: Any) -> dict[str, Any]:
+    """What the features touch, as AWS and the Kubernetes API hold it (ids and times left out)."""
+    eks, iam = cloud.client("eks"), cloud.client("iam")
+    addons = {}
+    for name in eks.list_addons(clusterName=CLUSTER)["addons"]:
+        addon = eks.describe_addon(clusterName=CLUSTER, addonName=name)["addon"]
+        addons[name] = {"status": addon["status"], "version": addon["addonVersion"],
+                        "tags": addon.get("tags"),
+                        "configuration": json.loads(addon.get("configurationValues") or "{}")}
+    associations = sorted(
+        (a["namespace"], a["serviceAccount"])
+        for a in eks.list_pod_identity_associations(clusterName=CLUSTER)["associations"]
+    )
+    roles = sorted(
+        (r["Path"], r["RoleName"]) for r in iam.list_roles()["Roles"]
+        if "-train-" in r["RoleName"] and not r["RoleName"].endswith("autoscaling")
+    )
+    policies = {
+        name: sorted(p["PolicyArn"] for p in
+                     iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"])
+        for _path, name in roles
+    }
+    providers = [p["Arn"] for p in iam.list_open_id_connect_providers()[
+        "OpenIDConnectProviderList"]]
+    store = cloud.emulation.kube.get(CLUSTER).store
+    crd_type = store.find_type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    crds = sorted(o["metadata"]["name"] for o in store.list(crd_type, None)[0])
+    described = cloud.client("sagemaker").describe_cluster(ClusterName=CLUSTER)
+    return {"addons": addons, "associations": associations, "roles": roles,
+            "policies": policies, "oidc": providers, "crds": crds,
+            "tiered": described.get("TieredStorageConfig")}
+
+
+def test_every_feature_starts_off(api: ApiClient, cloud: Any) -> None:
+    created_cluster(api, cloud)
+    view = api.call("getFeatures", tag=TAG)
+    assert {name: f["enabled"] for name, f in view["features"].items()} == {
+        "trainingOperator": False, "inferenceOperator": False, "tieredCheckpointing": False,
+        "observability": False, "taskGovernance": False,
+    }
+    assert view["prerequisites"]["eks-pod-identity-agent"]["installedBy"] == "other"
+    assert view["kubernetesReadable"] is True
+
+
+def test_the_training_operator_on_and_off_twice_with_no_drift(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    before = world(cloud)
+    on_states = []
+    for _ in range(2):
+        operation = apply(api, cloud, trainingOperator={"enabled": True})
+        assert [s["name"] for s in operation["stages"]] == [
+            "prerequisites", "addons", "verify", "cleanup"]
+        view = features(api)["trainingOperator"]
+        assert view["enabled"] is True, view
+        assert view["status"] == "ACTIVE", view
+        on = world(cloud)
+        assert on["addons"][TRAINING]["status"] == "ACTIVE"
+        assert on["addons"]["cert-manager"]["tags"]["hypd:installed-by"] == "features"
+        assert ("aws-hyperpod", "hp-training-operator-controller-manager") in on["associations"]
+        assert "hyperpodpytorchjobs.sagemaker.amazonaws.com" in on["crds"]
+        assert on["policies"]["hypd-train-training-operator"] == [
+            "arn:aws:iam::aws:policy/AmazonSageMakerHyperPodTrainingOperatorAccess"]
+        on_states.append(on)
+        # The same request again matches reality: nothing starts.
+        again = patch(api, trainingOperator={"enabled": True})
+        assert again["changed"] is False
+        apply(api, cloud, trainingOperator={"enabled": False})
+        assert world(cloud) == before
+        assert features(api)["trainingOperator"]["enabled"] is False
+    assert on_states[0] == on_states[1]
+
+
+def test_a_shared_prerequisite_stays_while_another_feature_needs_it(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    apply(api, cloud, trainingOperator={"enabled": True},
+          inferenceOperator={"enabled": True, "tlsCertificateBucket": TLS_BUCKET})
+    both = world(cloud)
+    assert {"cert-manager", "metrics-server", "aws-fsx-csi-driver", INFERENCE} <= set(
+        both["addons"])
+    assert len(both["oidc"]) == 1
+    config = both["addons"][INFERENCE]["configuration"]
+    assert config["tlsCertificateS3Bucket"] == TLS_BUCKET
+    assert config["executionRoleArn"].endswith(":role/SageMakerHyperPodInference-hypd-train-"
+                                               "inference")
+    # Off with the training operator: cert-manager stays, the inference operator needs it.
+    apply(api, cloud, trainingOperator={"enabled": False})
+    after = world(cloud)
+    assert "cert-manager" in after["addons"]
+    assert TRAINING not in after["addons"]
+    view = api.call("getFeatures", tag=TAG)
+    assert view["prerequisites"]["cert-manager"]["requiredBy"] == ["inferenceOperator"]
+    assert view["features"]["inferenceOperator"]["status"] == "ACTIVE"
+    # Off with the inference operator: hypd removes what it installed, the storage driver stays.
+    apply(api, cloud, inferenceOperator={"enabled": False})
+    last = world(cloud)
+    assert not {"cert-manager", "metrics-server", INFERENCE} & set(last["addons"])
+    assert "aws-mountpoint-s3-csi-driver" in last["addons"]  # the cluster's storage driver
+    assert last["oidc"] == []
+    assert last["roles"] == []
+
+
+def test_tiered_checkpointing_is_read_back_from_describe_cluster(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    apply(api, cloud, tieredCheckpointing={"enabled": True, "memoryPercent": 20})
+    assert world(cloud)["tiered"] == {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}
+    assert features(api)["tieredCheckpointing"] == {
+        "enabled": True, "status": "ACTIVE", "memoryPercent": 20, "requires": [],
+        "requiredBy": []}
+    apply(api, cloud, tieredCheckpointing={"memoryPercent": 30})
+    assert features(api)["tieredCheckpointing"]["memoryPercent"] == 30
+    apply(api, cloud, tieredCheckpointing={"enabled": False})
+    assert features(api)["tieredCheckpointing"]["enabled"] is False
+
+
+def test_task_governance_with_its_scheduler_config(api: ApiClient, cloud: Any) -> None:
+    created_cluster(api, cloud)
+    apply(api, cloud, taskGovernance={
+        "enabled": True, "fairShare": True,
+        "priorityClasses": [{"name": "inference", "weight": 90},
+                            {"name": "training", "weight": 50}],
+    })
+    view = features(api)["taskGovernance"]
+    assert view["status"] == "ACTIVE", view
+    assert view["priorityClasses"] == [{"name": "inference", "weight": 90},
+                                       {"name": "training", "weight": 50}]
+    assert view["fairShare"] is True
+    apply(api, cloud, taskGovernance={"enabled": False})
+    assert features(api)["taskGovernance"]["enabled"] is False
+    sagemaker = cloud.client("sagemaker")
+    assert sagemaker.list_cluster_scheduler_configs()["ClusterSchedulerConfigSummaries"] == []
+
+
+def test_observability_gets_a_workspace_hypd_removes_again(api: ApiClient, cloud: Any) -> None:
+    created_cluster(api, cloud)
+    apply(api, cloud, observability={"enabled": True, "metrics": {"training": "ADVANCED"},
+                                     "logging": True})
+    view = features(api)["observability"]
+    assert view["status"] == "ACTIVE", view
+    assert view["metrics"] == {"training": "ADVANCED"}
+    assert view["logging"] is True
+    workspaces = cloud.client("amp").list_workspaces()["workspaces"]
+    assert [w["alias"] for w in workspaces] == [f"hypd-{TAG}"]
+    assert view["ampWorkspaceArn"] == workspaces[0]["arn"]
+    apply(api, cloud, observability={"enabled": False})
+    assert [w for w in cloud.client("amp").list_workspaces()["workspaces"]
+            if w["status"]["statusCode"] != "DELETING"] == []
+
+
+def test_get_reports_what_is_really_there(api: ApiClient, cloud: Any) -> None:
+    created_cluster(api, cloud)
+    apply(api, cloud, trainingOperator={"enabled": True})
+    # Someone removes the add-on outside hypd.
+    cloud.client("eks").delete_addon(clusterName=CLUSTER, addonName=TRAINING)
+    cloud.clock.advance(600)
+    view = features(api)["trainingOperator"]
+    assert view["enabled"] is False
+    assert view["status"] == "DISABLED"
+    # Asking for it again repairs it.
+    apply(api, cloud, trainingOperator={"enabled": True})
+    assert features(api)["trainingOperator"]["status"] == "ACTIVE"
+
+
+def test_a_request_naming_nothing_to_change_starts_nothing(api: ApiClient, cloud: Any) -> None:
+    created_cluster(api, cloud)
+    answer = patch(api, inferenceOperator={"enabled": False}, taskGovernance={})
+    assert answer["changed"] is False
+    assert api.call("listOperations")["operations"][0]["kind"] == "create-cluster"
+
+
+def test_bad_requests_name_the_field(api: ApiClient, cloud: Any) -> None:
+    from hypd_cli.api_client import ApiError
+
+    created_cluster(api, cloud)
+    for body, field in (
+        ({"tieredCheckpointing": {"memoryPercent": 30}}, "tieredCheckpointing.memoryPercent"),
+        ({"inferenceOperator": {"enabled": True}}, "inferenceOperator.tlsCertificateBucket"),
+        ({"observability": {"enabled": True, "metrics": {"scaling": "BASIC"}}},
+         "observability.metrics"),
+    ):
+        with pytest.raises(ApiError) as raised:
+            patch(api, **body)
+        assert raised.value.status == 400, body
+        assert field in json.dumps([raised.value.message, raised.value.details]), (
+            field, raised.value.message, raised.value.details)
+
+
+@pytest.mark.parametrize(("addon", "step"), [
+    ("cert-manager", "prerequisites"),
+    (TRAINING, "verify"),
+])
+def test_a_fault_fails_the_operation_naming_the_feature_and_a_retry_completes_it(
+    api: ApiClient, cloud: Any, addon: str, step: str
+) -> None:
+    created_cluster(api, cloud)
+    cloud.emulation.eks.degrade_addon(CLUSTER, addon, "ConfigurationConflict",
+                                      f"{addon}: conflicting webhook configuration")
+    operation = run(api, cloud, patch(api, trainingOperator={"enabled": True}))
+    assert operation["status"] == "FAILED"
+    error = operation["error"]
+    assert "trainingOperator" in error["message"]
+    assert "conflicting webhook" in error["message"]
+    assert stages(operation)[step]["status"] == "FAILED"
+    cloud.emulation.eks.restore_addon(CLUSTER, addon)
+    api.call("retryOperation", operationId=operation["id"])
+    retried = run(api, cloud, {"operationId": operation["id"]})
+    assert retried["status"] == "SUCCEEDED", retried.get("error")
+    assert features(api)["trainingOperator"]["status"] == "ACTIVE"
