@@ -205,6 +205,9 @@ def poll(
 def start(states: States, first_state: dict[str, str]) -> None:
     """Start (mark RUNNING) -> "Resume where?": the first stage that has not succeeded."""
     stages = list(first_state)
+    if len(stages) == 1:  # one stage: nowhere else to resume (a Choice needs a choice)
+        states["Start"] = begin(first_state[stages[0]])
+        return
     states["Start"] = begin("Resume where?")
     states["Resume where?"] = {
         "Type": "Choice",
@@ -835,6 +838,40 @@ def set_features_definition(states: States | None = None) -> dict[str, Any]:
     }
 
 
+def team_definition(states: States | None = None) -> dict[str, Any]:
+    """set-team and delete-team: quota (the team's compute quota, polled until settled)."""
+    states = States() if states is None else states
+    start(states, {"quota": "Apply team quota"})
+    states.stage = "quota"
+    poll(
+        states,
+        first="Apply team quota",
+        first_comment="Create, update (at its current version) or delete the compute quota.",
+        first_task="team-quota",
+        ready_choice="Quota settled?",
+        wait="Wait for quota",
+        wait_comment="SageMaker is creating, updating or deleting the quota.",
+        check="Check quota",
+        check_comment="Read the quota again.",
+        check_task="team-quota-check",
+        then="Record outcome",
+        resource=FEATURE_TASKS,
+    )
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Mark the operation SUCCEEDED with the team as it is.",
+        resource=FEATURE_TASKS,
+        failed_error="TeamFailed",
+        tasks=("finish-team", "fail-team"),
+    )
+    return {
+        "Comment": "Set or delete a task governance team's compute quota.",
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
 # ---------------------------------------------------------------------------- discover
 DISCOVER_TASK_TIMEOUT = 120
 """DiscoverFunction's own timeout: one task lists and describes every cluster of a kind."""
@@ -938,6 +975,7 @@ MACHINES: dict[str, Any] = {
     "disable_autoscaling": lambda: disable_autoscaling_definition(),
     "discover": lambda: discover_definition(),
     "set_features": lambda: set_features_definition(),
+    "team": lambda: team_definition(),
 }
 """File stem -> definition of every state machine this script writes."""
 

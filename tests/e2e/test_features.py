@@ -246,3 +246,52 @@ def test_a_fault_fails_the_operation_naming_the_feature_and_a_retry_completes_it
     retried = run(api, cloud, {"operationId": operation["id"]})
     assert retried["status"] == "SUCCEEDED", retried.get("error")
     assert features(api)["trainingOperator"]["status"] == "ACTIVE"
+
+
+# ---------------------------------------------------------------------------- teams
+TEAM_BODY = {"resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}],
+             "fairShareWeight": 50, "sharing": {"strategy": "LendAndBorrow", "borrowLimit": 50}}
+
+
+def test_teams_need_task_governance_and_are_operations(api: ApiClient, cloud: Any) -> None:
+    from hypd_cli.api_client import ApiError
+
+    created_cluster(api, cloud)
+    with pytest.raises(ApiError) as refused:
+        api.call("setTeam", tag=TAG, team="ml", body=TEAM_BODY)
+    assert refused.value.status == 409
+    assert "taskGovernance" in refused.value.message
+    apply(api, cloud, taskGovernance={"enabled": True})
+
+    operation = run(api, cloud, api.call("setTeam", tag=TAG, team="ml", body=TEAM_BODY))
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    team = api.call("getTeam", tag=TAG, team="ml")
+    assert team["status"] == "Created"
+    assert team["resources"] == [{"instanceType": "ml.g6.4xlarge", "count": 1}]
+    assert team["queue"] == "hyperpod-ns-ml-localqueue"
+    store = cloud.emulation.kube.get(CLUSTER).store
+    namespaces = store.find_type("", "v1", "namespaces")
+    assert "hyperpod-ns-ml" in {o["metadata"]["name"] for o in store.list(namespaces, None)[0]}
+    assert api.call("setTeam", tag=TAG, team="ml", body=TEAM_BODY)["changed"] is False
+    assert features(api)["taskGovernance"]["requiredBy"] == ["team:ml"]
+
+    # Task governance cannot go while the team has a quota.
+    with pytest.raises(ApiError) as refused:
+        patch(api, taskGovernance={"enabled": False})
+    assert refused.value.status == 409
+
+    changed = {**TEAM_BODY, "resources": [{"instanceType": "ml.g6.4xlarge", "count": 2}]}
+    operation = run(api, cloud, api.call("setTeam", tag=TAG, team="ml", body=changed))
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    assert api.call("getTeam", tag=TAG, team="ml")["resources"][0]["count"] == 2
+
+    with pytest.raises(ApiError) as bad:
+        api.call("setTeam", tag=TAG, team="ml",
+                 body={"resources": [{"instanceType": "ml.p5.48xlarge", "count": 1}]})
+    assert bad.value.status == 400
+    assert "resources[0].instanceType" in bad.value.message
+
+    operation = run(api, cloud, api.call("deleteTeam", tag=TAG, team="ml"))
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    assert api.call("listTeams", tag=TAG)["teams"] == []
+    apply(api, cloud, taskGovernance={"enabled": False})

@@ -378,3 +378,26 @@ class FeaturesView(ApiModel):
 class FeaturesUnchanged(ApiModel):
     changed: bool = False
     features: FeaturesView
+
+
+# ---------------------------------------------------------------------------- teams
+class TeamView(ApiModel):
+    """A task governance team: its compute quota as SageMaker holds it."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    name: str
+    status: str | None = None
+    resources: list[dict[str, Any]]
+    sharing: dict[str, Any]
+    namespace: str
+    queue: str = Field(description="The LocalQueue a team's jobs name (kueue.x-k8s.io/queue-name).")
+
+
+class TeamList(ApiModel):
+    tag: str
+    teams: list[TeamView]
+
+
+class TeamUnchanged(ApiModel):
+    changed: bool = False
+    team: TeamView

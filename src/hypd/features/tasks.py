@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hypd.clusters.feature_request import FeaturesRequest
 from hypd.config import FeatureTaskSettings
-from hypd.features import state
+from hypd.features import state, teams
 from hypd.features.reconcile import PHASES, Reconciler
 from hypd.kubernetes import TokenCache
 from hypd.kubernetes.client import ClusterAccess
@@ -99,6 +99,34 @@ def _phase_task(phase: str) -> None:
 
 for _phase in PHASES:
     _phase_task(_phase)
+
+
+@polled(router, "team-quota", "team-quota-check")
+def team_quota(task: OperationInput, services: FeatureServices, *, start: bool) -> dict[str, Any]:
+    def work() -> dict[str, Any]:
+        operation = services.operations.get(task.operation_id)
+        return teams.advance_team(
+            services.client("sagemaker"), teams.TeamInput.model_validate(operation.input)
+        ).result()
+
+    return services.steps.step(task, "quota", work, start=start, complete=ready,
+                               summarize=summary)
+
+
+@router.task("finish-team", OperationInput)
+def finish_team(task: OperationInput, services: FeatureServices) -> dict[str, Any]:
+    def output(operation: Operation) -> dict[str, Any]:
+        work = teams.TeamInput.model_validate(operation.input)
+        quota = teams.find_quota(services.client("sagemaker"), work.cluster_arn, work.team)
+        return {"tag": work.tag, "team": teams.team_view(quota) if quota else None}
+
+    operation = services.steps.succeed(task, output)
+    return {"operationId": operation.id, "status": operation.status.value}
+
+
+@router.task("fail-team", FailInput)
+def fail_team(task: FailInput, services: FeatureServices) -> dict[str, Any]:
+    return fail_features(task, services)
 
 
 @router.task("finish-features", OperationInput)

@@ -86,6 +86,9 @@ SPECS: Mapping[OperationKind, OperationSpec] = {
                   "DisableAutoscalingStateMachine"),
         OperationSpec(K.SET_FEATURES, ("prerequisites", "addons", "verify", "cleanup"),
                       "SetFeaturesStateMachine", Lock.CLUSTER, resumes=True),
+        OperationSpec(K.SET_TEAM, ("quota",), "TeamStateMachine", Lock.CLUSTER, resumes=True),
+        OperationSpec(K.DELETE_TEAM, ("quota",), "TeamStateMachine", Lock.CLUSTER,
+                      resumes=True),
     )
 }
 del K

@@ -62,6 +62,8 @@ class OperationKind(StrEnum):
     ENABLE_AUTOSCALING = "enable-autoscaling"
     DISABLE_AUTOSCALING = "disable-autoscaling"
     SET_FEATURES = "set-features"
+    SET_TEAM = "set-team"
+    DELETE_TEAM = "delete-team"
 
 
 class _Model(BaseModel):
