@@ -79,11 +79,12 @@ OPERATION_TASKS = "${OperationTasksFunctionArn}"
 CLUSTER_TASKS = "${ClusterTasksFunctionArn}"
 CAPACITY_TASKS = "${CapacityTasksFunctionArn}"
 DISCOVER_TASKS = "${DiscoverFunctionArn}"
+FEATURE_TASKS = "${FeatureTasksFunctionArn}"
 CALLBACK_INVOKE = "arn:${Partition}:states:::lambda:invoke.waitForTaskToken"
 """The callback integration, in the deployment's partition (`arn:aws-cn:states:::...` in China:
 an `arn:aws:` one there is accepted at creation and fails every execution)."""
 
-STAGES = ("network", "eks", "dependencies", "hyperpod", "storage", "verify")
+STAGES = ("network", "eks", "dependencies", "hyperpod", "storage", "verify", "features")
 """hypd.operations.models.STAGES[create-cluster]; a build test checks they agree."""
 
 HYPERPOD_WAIT_SECONDS = 1800
@@ -248,6 +249,7 @@ def _definition(states: States) -> dict[str, Any]:
             "hyperpod": "Create HyperPod cluster",
             "storage": "Mount storage",
             "verify": "Verify cluster",
+            "features": "Turn on features",
         },
     )
 
@@ -413,7 +415,25 @@ def _definition(states: States) -> dict[str, Any]:
         check="Check cluster",
         check_comment="Look at the nodes and the claim again.",
         check_task="check-verification",
+        then="Turn on features",
+    )
+
+    states.stage = "features"
+    # ---- features: the request's managed features, by the reconciler set-features runs
+    poll(
+        states,
+        first="Turn on features",
+        first_comment="The managed features the request names, prerequisites first (nothing "
+        "when it names none): docs/features.md.",
+        first_task="create-features",
+        ready_choice="Features ready?",
+        wait="Wait for features",
+        wait_comment="Add-ons and settings are on their way.",
+        check="Check features",
+        check_comment="Read the features again and do what is still missing.",
+        check_task="create-features-check",
         then="Create succeeded",
+        resource=FEATURE_TASKS,
     )
     states.stage = None
     states["Create succeeded"] = task(
@@ -432,9 +452,9 @@ def _definition(states: States) -> dict[str, Any]:
     return {
         "Comment": (
             "Create a HyperPod cluster end to end: network, eks, dependencies, hyperpod, "
-            "storage, verify. Each stage is recorded on the operation (GET /operations/{id}); "
-            "a failure never rolls back an earlier stage, and POST /operations/{id}/retry "
-            "resumes at the stage that failed."
+            "storage, verify, features. Each stage is recorded on the operation "
+            "(GET /operations/{id}); a failure never rolls back an earlier stage, and "
+            "POST /operations/{id}/retry resumes at the stage that failed."
         ),
         "StartAt": "Start",
         "States": states,
@@ -785,7 +805,6 @@ def disable_autoscaling_definition(states: States | None = None) -> dict[str, An
 
 
 # ---------------------------------------------------------------------------- features
-FEATURE_TASKS = "${FeatureTasksFunctionArn}"
 FEATURE_PHASES = {
     "prerequisites": ("Install prerequisites", "Shared add-ons, the OIDC provider, the AMP "
                       "workspace, the feature roles and pod identity associations."),

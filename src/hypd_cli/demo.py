@@ -230,4 +230,7 @@ def follow(api: ApiClient, cloud: Any, operation_id: str, timeout: float = 120) 
             return operation
         if time.monotonic() > deadline:
             raise TimeoutError(f"operation {operation_id} did not end within {timeout} s")
-        cloud.wait_for_executions(timeout=30)
+        try:
+            cloud.wait_for_executions(timeout=min(30.0, max(1.0, deadline - time.monotonic())))
+        except TimeoutError:
+            continue  # still running (a long operation on a busy machine): look again

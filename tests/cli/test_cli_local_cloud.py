@@ -17,7 +17,7 @@ from tests.cli.conftest import RunCli
 from tests.support import fail_calls
 
 BUCKET = "hypd-cli-data"
-STAGES = ["network", "eks", "dependencies", "hyperpod", "storage", "verify"]
+STAGES = ["network", "eks", "dependencies", "hyperpod", "storage", "verify", "features"]
 FAST = ("--interval", "0.05")
 
 

@@ -25,7 +25,7 @@ from tests.conftest import ROOT
 from tests.support import fail_calls
 
 BUCKET = "hypd-e2e-data"
-STAGES = ["network", "eks", "dependencies", "hyperpod", "storage", "verify"]
+STAGES = ["network", "eks", "dependencies", "hyperpod", "storage", "verify", "features"]
 
 
 def create(api: ApiClient, cloud: Any, tag: str = "e2e", *, bucket: bool = True) -> str:

@@ -295,3 +295,48 @@ def test_teams_need_task_governance_and_are_operations(api: ApiClient, cloud: An
     assert operation["status"] == "SUCCEEDED", operation.get("error")
     assert api.call("listTeams", tag=TAG)["teams"] == []
     apply(api, cloud, taskGovernance={"enabled": False})
+
+
+# ---------------------------------------------------------------------------- create with
+def test_create_with_features_is_one_request(api: ApiClient, cloud: Any) -> None:
+    from hypd_cli.demo import follow
+    from tests.support import create_body
+
+    cloud.client("s3").create_bucket(
+        Bucket="team-data", CreateBucketConfiguration={"LocationConstraint": cloud.region})
+    body = create_body(tag=TAG, features={
+        "trainingOperator": {"enabled": True},
+        "tieredCheckpointing": {"enabled": True, "memoryPercent": 25},
+        "taskGovernance": {"enabled": True, "fairShare": True},
+    })
+    accepted = api.post("/clusters", body)
+    operation = follow(api, cloud, str(accepted["operationId"]), timeout=300)
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    assert [s["name"] for s in operation["stages"]][-1] == "features"
+    view = features(api)
+    for name in ("trainingOperator", "tieredCheckpointing", "taskGovernance"):
+        assert view[name]["status"] == "ACTIVE", (name, view[name])
+    assert view["tieredCheckpointing"]["memoryPercent"] == 25
+    assert view["inferenceOperator"]["enabled"] is False
+    # Asked again, the same features match reality.
+    assert patch(api, **body["features"])["changed"] is False
+
+
+def test_a_create_without_features_passes_its_features_stage_at_once(
+    api: ApiClient, cloud: Any
+) -> None:
+    operation = created_cluster(api, cloud)
+    features_stage = stages(operation)["features"]
+    assert features_stage["status"] == "SUCCEEDED"
+    assert features_stage["attempts"] == 1
+
+
+def test_create_refuses_feature_settings_it_cannot_carry_out(api: ApiClient, cloud: Any) -> None:
+    from hypd_cli.api_client import ApiError
+    from tests.support import create_body
+
+    with pytest.raises(ApiError) as raised:
+        api.post("/clusters", create_body(features={"tieredCheckpointing": {"memoryPercent": 5}}))
+    assert raised.value.status == 400
+    assert raised.value.details["field"] == "tieredCheckpointing.memoryPercent"
+    assert api.call("listClusters")["clusters"] == []

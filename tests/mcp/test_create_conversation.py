@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 
 BUCKET = "hypd-mcp-data"
 INSTANCE_TYPE = "ml.g6.4xlarge"
-STAGES = ["network", "eks", "dependencies", "hyperpod", "storage", "verify"]
+STAGES = ["network", "eks", "dependencies", "hyperpod", "storage", "verify", "features"]
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 
 

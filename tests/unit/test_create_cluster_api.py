@@ -168,6 +168,7 @@ def test_create_records_the_cluster_and_starts_the_operation(api: CreateApi) -> 
         "hyperpod",
         "storage",
         "verify",
+        "features",
     ]
     assert {s.status for s in operation.stages} == {StageStatus.PENDING}
     assert api.locks.holder("cluster#train") == operation_id

@@ -69,6 +69,7 @@ def test_retry_resumes_at_the_failed_stage_and_keeps_the_error_in_history(
         "hyperpod": StageStatus.PENDING,
         "storage": StageStatus.PENDING,
         "verify": StageStatus.PENDING,
+        "features": StageStatus.PENDING,
     }
     assert retried.stage("network").output == {"vpcId": "vpc-1"}
     eks = retried.stage("eks")

@@ -150,6 +150,7 @@ def test_retry_resumes_a_failed_operation_as_a_new_execution(
         "hyperpod": "PENDING",
         "storage": "PENDING",
         "verify": "PENDING",
+        "features": "PENDING",
     }
     assert (stages["eks"]["attempts"], stages["eks"]["error"]) == (1, None)
     assert view["retries"] == [

@@ -15,6 +15,7 @@ from hypd.clusters.create_request import CreateClusterRequest
 from hypd.clusters.models import CLUSTER_TAG_PATTERN
 from hypd.create.catalog import resolve_create
 from hypd.create.start import orphaned_create_of, start_create
+from hypd.features import plan
 from hypd.operations.models import OperationKind
 from hypd.operations.starter import new_operation
 
@@ -80,6 +81,8 @@ def create_cluster(request: Annotated[CreateClusterRequest, Body()]) -> Operatio
     services().state_machine_arn(OperationKind.CREATE_CLUSTER)  # configured, before any read
     # A tag in use is refused before the catalogue is read (the conditional write at the
     # start is what guarantees it; this spares a doomed request the AWS calls).
+    if request.features is not None:
+        plan.check(request.features, None)
     orphan = orphaned_create_of(services().clusters, services().operations, request.tag)
     resolved = resolve_create(services(), request)
     operation = start_create(services().starter, resolved, replaces_orphan_of=orphan)

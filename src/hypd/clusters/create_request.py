@@ -40,6 +40,7 @@ from pydantic.config import JsonDict
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from hypd.catalog.instance_types import ZONE_NAME_PATTERN, hyperpod_instance_types
+from hypd.clusters.feature_request import FeaturesRequest
 from hypd.errors import ValidationError
 
 # ---------------------------------------------------------------------------- limits (botocore)
@@ -510,6 +511,11 @@ class CreateClusterRequest(_Model):
         description="1-100 instance groups with unique names.",
     )
     storage: StorageRequest
+    features: FeaturesRequest | None = Field(
+        default=None,
+        description="Managed features to turn on as the create's last stage (the body of "
+        "PATCH /clusters/{tag}/features): e.g. {\"trainingOperator\": {\"enabled\": true}}.",
+    )
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -576,6 +582,8 @@ class ResolvedCreate(_Model):
     has none."""
     instance_groups: list[ResolvedInstanceGroup] = Field(alias="instanceGroups")
     storage: StorageRequest
+    features: FeaturesRequest | None = None
+    """Applied by the create's features stage (docs/features.md)."""
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

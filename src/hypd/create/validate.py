@@ -297,6 +297,7 @@ def validate_against_catalog(
             for index, group in enumerate(request.instance_groups)
         ],
         storage=request.storage,
+        features=request.features,
     )
 
 

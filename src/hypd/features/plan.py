@@ -57,17 +57,24 @@ def changes(targets: dict[str, FeatureTarget], snapshot: Snapshot) -> dict[str, 
     return out
 
 
-def check(request: FeaturesRequest, snapshot: Snapshot) -> None:
-    """Refuse a request that cannot be carried out, naming the field.
+def check(request: FeaturesRequest, snapshot: Snapshot | None) -> None:
+    """Refuse a request that cannot be carried out, naming the field (`snapshot` None: for a
+    cluster still to be created, where every feature is off).
 
     Raises:
         ValidationError: settings for a feature left off; the inference operator turned on
             without a TLS bucket.
         ConflictError: task governance turned off while teams (compute quotas) exist.
     """
+    def on(feature: Feature) -> bool:
+        return snapshot is not None and snapshot.enabled(feature)
+
+    def current(feature: Feature) -> dict[str, Any]:
+        return settings_of(snapshot, feature) if snapshot is not None else {}
+
     for name, sent in request.named().items():
         feature = FEATURES[name]
-        enabled = snapshot.enabled(feature) if sent.enabled is None else sent.enabled
+        enabled = on(feature) if sent.enabled is None else sent.enabled
         settings = sent.sent_settings()
         if settings and not enabled:
             field = f"{name}.{next(iter(settings))}"
@@ -77,8 +84,8 @@ def check(request: FeaturesRequest, snapshot: Snapshot) -> None:
             )
     inference = request.inference_operator
     if inference is not None and inference.enabled:
-        current = settings_of(snapshot, FEATURES["inferenceOperator"])
-        if not (inference.tls_certificate_bucket or current.get("tlsCertificateBucket")):
+        now = current(FEATURES["inferenceOperator"])
+        if not (inference.tls_certificate_bucket or now.get("tlsCertificateBucket")):
             field = "inferenceOperator.tlsCertificateBucket"
             raise ValidationError(
                 f"{field}: the inference operator writes TLS certificates to an S3 bucket: "
@@ -86,7 +93,8 @@ def check(request: FeaturesRequest, snapshot: Snapshot) -> None:
                 details={"field": field},
             )
     governance = request.task_governance
-    if governance is not None and governance.enabled is False and snapshot.quotas:
+    if (governance is not None and governance.enabled is False and snapshot is not None
+            and snapshot.quotas):
         teams = sorted(
             str((q.get("ComputeQuotaTarget") or {}).get("TeamName") or q.get("Name"))
             for q in snapshot.quotas

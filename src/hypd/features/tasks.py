@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hypd.clusters.create_request import ResolvedCreate
 from hypd.clusters.feature_request import FeaturesRequest
 from hypd.config import FeatureTaskSettings
 from hypd.features import state, teams
@@ -20,7 +21,7 @@ from hypd.features.reconcile import PHASES, Reconciler
 from hypd.kubernetes import TokenCache
 from hypd.kubernetes.client import ClusterAccess
 from hypd.operations.locks import LockStore
-from hypd.operations.models import Operation
+from hypd.operations.models import Operation, OperationKind
 from hypd.operations.steps import (
     FailInput,
     OperationInput,
@@ -67,6 +68,8 @@ class FeatureServices:
         return state.FeatureClients(self.client, self._access.api)
 
     def reconciler(self, operation: Operation) -> Reconciler:
+        if operation.kind is OperationKind.CREATE_CLUSTER:
+            return self._create_reconciler(operation)
         features = FeaturesInput.model_validate(operation.input)
         return Reconciler(
             clients=self.clients,
@@ -78,6 +81,40 @@ class FeatureServices:
             eks_name=features.eks_name,
             hyperpod_name=features.hyperpod_name,
         )
+
+
+    def _create_reconciler(self, operation: Operation) -> Reconciler:
+        """The create's features stage: the request's ``features`` (none: nothing to do)."""
+        resolved = ResolvedCreate.model_validate(operation.input)
+        return Reconciler(
+            clients=self.clients,
+            tag=resolved.tag,
+            request=resolved.features or FeaturesRequest(),
+            token=operation.id,
+            boundary_arn=self.settings.feature_role_boundary_arn,
+            csi_roles=self.settings.csi_roles(),
+            eks_name=resolved.eks_cluster_name,
+            hyperpod_name=resolved.hyperpod_cluster_name,
+        )
+
+
+@polled(router, "create-features", "create-features-check")
+def create_features(task: OperationInput, services: FeatureServices, *, start: bool
+                    ) -> dict[str, Any]:
+    """The create's last stage: every phase in order, in one stage."""
+
+    def work() -> dict[str, Any]:
+        operation = services.operations.get(task.operation_id)
+        phase, progress = services.reconciler(operation).advance_all(
+            Steps.elapsed(operation, "features")
+        )
+        return {**progress.result(), "phase": phase}
+
+    return services.steps.step(
+        task, "features", work, start=start, complete=ready, summarize=summary,
+        progress=lambda r: {"phase": r["phase"], "actions": r.get("actions", [])}
+        if not r["ready"] else None,
+    )
 
 
 def _phase_task(phase: str) -> None:
