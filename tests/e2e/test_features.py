@@ -340,3 +340,64 @@ def test_create_refuses_feature_settings_it_cannot_carry_out(api: ApiClient, clo
     assert raised.value.status == 400
     assert raised.value.details["field"] == "tieredCheckpointing.memoryPercent"
     assert api.call("listClusters")["clusters"] == []
+
+
+# ---------------------------------------------------------------------------- a fault per step
+GOVERNANCE = {"taskGovernance": {"enabled": True, "fairShare": True}}
+STEP_FAULTS = [
+    # (service, operation, AWS error code, request, failed stage, step the error names)
+    ("iam", "CreateRole", "MalformedPolicyDocument", {"trainingOperator": {"enabled": True}},
+     "prerequisites", "role training-operator"),
+    ("eks", "CreatePodIdentityAssociation", "InvalidParameterException",
+     {"trainingOperator": {"enabled": True}}, "prerequisites", "pod identity association"),
+    ("iam", "CreateOpenIDConnectProvider", "InvalidInput",
+     {"inferenceOperator": {"enabled": True, "tlsCertificateBucket": TLS_BUCKET}},
+     "prerequisites", "oidc-provider"),
+    ("amp", "CreateWorkspace", "ValidationException", {"observability": {"enabled": True}},
+     "prerequisites", "amp-workspace"),
+    ("sagemaker", "UpdateCluster", "ValidationException",
+     {"tieredCheckpointing": {"enabled": True}}, "addons", "tiered storage"),
+    ("sagemaker", "CreateClusterSchedulerConfig", "ValidationException", GOVERNANCE,
+     "addons", "scheduler config"),
+]
+
+
+@pytest.mark.parametrize(("service", "operation", "code", "body", "stage", "step"), STEP_FAULTS,
+                         ids=[f"{f[0]}-{f[1]}" for f in STEP_FAULTS])
+def test_a_refusal_in_each_step_names_the_step_and_a_retry_resumes_there(
+    api: ApiClient, cloud: Any, service: str, operation: str, code: str,
+    body: dict[str, Any], stage: str, step: str,
+) -> None:
+    created_cluster(api, cloud)
+    cloud.faults.fail(service, operation, code=code, message=f"{operation} refused (injected)")
+    failed = run(api, cloud, patch(api, **body))
+    assert failed["status"] == "FAILED"
+    message = failed["error"]["message"]
+    feature = next(iter(body))
+    assert message.startswith(f"{feature}: {step}:"), message
+    assert f"{operation} refused (injected)" in message
+    assert stages(failed)[stage]["status"] == "FAILED"
+    api.call("retryOperation", operationId=failed["id"])
+    retried = run(api, cloud, {"operationId": failed["id"]})
+    assert retried["status"] == "SUCCEEDED", retried.get("error")
+    earlier = [s["name"] for s in retried["stages"]][: [s["name"] for s in
+                                                        retried["stages"]].index(stage)]
+    assert all(stages(retried)[s]["attempts"] == 1 for s in earlier)  # resumed, not rerun
+    assert features(api)[feature]["status"] == "ACTIVE"
+
+
+def test_a_refusal_in_cleanup_fails_there_and_a_retry_removes_the_rest(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    before = world(cloud)
+    apply(api, cloud, trainingOperator={"enabled": True})
+    cloud.faults.fail("eks", "DeletePodIdentityAssociation", code="InvalidRequestException",
+                      message="DeletePodIdentityAssociation refused (injected)")
+    failed = run(api, cloud, patch(api, trainingOperator={"enabled": False}))
+    assert failed["status"] == "FAILED"
+    assert failed["error"]["message"].startswith("trainingOperator: pod identity association:")
+    assert stages(failed)["cleanup"]["status"] == "FAILED"
+    api.call("retryOperation", operationId=failed["id"])
+    assert run(api, cloud, {"operationId": failed["id"]})["status"] == "SUCCEEDED"
+    assert world(cloud) == before
