@@ -4,6 +4,7 @@ with the prerequisites counted and what AWS and Kubernetes hold compared after e
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -60,10 +61,71 @@ def world(cloud: Any) -> dict[str, Any]:
     store = cloud.emulation.kube.get(CLUSTER).store
     crd_type = store.find_type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     crds = sorted(o["metadata"]["name"] for o in store.list(crd_type, None)[0])
-    described = cloud.client("sagemaker").describe_cluster(ClusterName=CLUSTER)
+    sagemaker = cloud.client("sagemaker")
+    described = sagemaker.describe_cluster(ClusterName=CLUSTER)
+    schedulers = [
+        (c["Name"], c["Status"]) for c in
+        sagemaker.list_cluster_scheduler_configs()["ClusterSchedulerConfigSummaries"]
+    ]
+    workspaces = [w["alias"] for w in cloud.client("amp").list_workspaces()["workspaces"]
+                  if w["status"]["statusCode"] != "DELETING"]
     return {"addons": addons, "associations": associations, "roles": roles,
             "policies": policies, "oidc": providers, "crds": crds,
-            "tiered": described.get("TieredStorageConfig")}
+            "tiered": described.get("TieredStorageConfig"), "schedulers": schedulers,
+            "workspaces": workspaces}
+
+
+def without_ids(state: dict[str, Any]) -> dict[str, Any]:
+    """`world` with what a new resource's id changes (the workspace hypd makes each time)."""
+    text = json.dumps(state, sort_keys=True)
+    normal = dict(json.loads(re.sub(r"ws-[A-Za-z0-9-]+", "ws-ID", text)))
+    # A cluster that never had tiered storage reports none; once turned off, Mode Disable.
+    normal["tiered"] = normal["tiered"] or {"Mode": "Disable"}
+    return normal
+
+
+ON = {
+    "trainingOperator": {"enabled": True},
+    "inferenceOperator": {"enabled": True, "tlsCertificateBucket": TLS_BUCKET},
+    "tieredCheckpointing": {"enabled": True, "memoryPercent": 20},
+    "observability": {"enabled": True, "metrics": {"training": "ADVANCED"}},
+    "taskGovernance": {"enabled": True, "fairShare": True},
+}
+
+
+@pytest.mark.parametrize("feature", sorted(ON))
+def test_each_feature_on_and_off_twice_with_no_drift(
+    api: ApiClient, cloud: Any, feature: str
+) -> None:
+    created_cluster(api, cloud)
+    before = without_ids(world(cloud))
+    on_states = []
+    for _ in range(2):
+        apply(api, cloud, **{feature: ON[feature]})
+        view = features(api)[feature]
+        assert view["enabled"] is True, view
+        assert view["status"] == "ACTIVE", view
+        on_states.append(without_ids(world(cloud)))
+        assert patch(api, **{feature: ON[feature]})["changed"] is False
+        apply(api, cloud, **{feature: {"enabled": False}})
+        assert without_ids(world(cloud)) == before
+    assert on_states[0] == on_states[1]
+    assert on_states[0] != before
+
+
+def test_a_prerequisite_installed_outside_hypd_is_used_never_removed(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    eks = cloud.client("eks")
+    eks.create_addon(clusterName=CLUSTER, addonName="cert-manager")
+    cloud.clock.advance(120)
+    apply(api, cloud, trainingOperator={"enabled": True})
+    view = api.call("getFeatures", tag=TAG)
+    assert view["prerequisites"]["cert-manager"]["installedBy"] == "other"
+    apply(api, cloud, trainingOperator={"enabled": False})
+    assert eks.describe_addon(clusterName=CLUSTER, addonName="cert-manager")["addon"][
+        "status"] == "ACTIVE"
 
 
 def test_every_feature_starts_off(api: ApiClient, cloud: Any) -> None:

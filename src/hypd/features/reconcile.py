@@ -128,8 +128,14 @@ class Reconciler:
             workspace_arn=self._workspace_arn(snap, targets), tls_bucket=self._bucket(targets),
         )
 
-    def advance(self, phase: str, waited_seconds: float = 0.0) -> Progress:
-        snap = self.snapshot()
+    def advance(
+        self, phase: str, waited_seconds: float = 0.0, snap: Snapshot | None = None
+    ) -> Progress:
+        """One step of `phase`, on `snap` (read now when None). A request naming no feature
+        has nothing to do and reads nothing."""
+        if not self.request.named():
+            return Progress(True)
+        snap = snap or self.snapshot()
         targets = plan.target(self.request, snap)
         if phase == "prerequisites":
             return self._prerequisites(snap, targets)
@@ -144,11 +150,16 @@ class Reconciler:
     def advance_all(self, waited_seconds: float = 0.0) -> tuple[str, Progress]:
         """Every phase in order, up to the first that is not done (the create's one stage)."""
         actions: list[str] = []
+        snap = None
         for phase in PHASES:
-            progress = self.advance(phase, waited_seconds)
+            if snap is None and self.request.named():
+                snap = self.snapshot()
+            progress = self.advance(phase, waited_seconds, snap)
             actions += progress.actions
             if not progress.done:
                 return phase, Progress(False, actions, progress.wait_seconds)
+            if progress.actions:
+                snap = None  # the phase changed something: read again for the next
         return PHASES[-1], Progress(True, actions)
 
     # ------------------------------------------------------------------ prerequisites
