@@ -45,10 +45,13 @@ class _Feature(_Model):
     )
 
     def sent_settings(self) -> dict[str, object]:
-        """The settings this request names (by API name), without `enabled`."""
+        """The settings this request names (by API name), without `enabled`; a field sent as
+        null counts as not sent (clients that fill every field with null change nothing)."""
         return {
             k: v
-            for k, v in self.model_dump(mode="json", by_alias=True, exclude_unset=True).items()
+            for k, v in self.model_dump(
+                mode="json", by_alias=True, exclude_unset=True, exclude_none=True
+            ).items()
             if k != "enabled"
         }
 

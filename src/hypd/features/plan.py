@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hypd.clusters.create_request import Problem, catalog_error
 from hypd.clusters.feature_request import FeaturesRequest
-from hypd.errors import ConflictError, ValidationError
+from hypd.errors import ConflictError
 from hypd.features.catalog import FEATURES, Feature
 from hypd.features.state import Snapshot, feature_status, settings_of
 
@@ -78,20 +79,16 @@ def check(request: FeaturesRequest, snapshot: Snapshot | None) -> None:
         settings = sent.sent_settings()
         if settings and not enabled:
             field = f"{name}.{next(iter(settings))}"
-            raise ValidationError(
-                f"{field}: {feature.title} is off; send \"enabled\": true with its settings",
-                details={"field": field},
-            )
+            raise catalog_error([Problem(
+                field, f"{feature.title} is off; send \"enabled\": true with its settings")])
     inference = request.inference_operator
     if inference is not None and inference.enabled:
         now = current(FEATURES["inferenceOperator"])
         if not (inference.tls_certificate_bucket or now.get("tlsCertificateBucket")):
-            field = "inferenceOperator.tlsCertificateBucket"
-            raise ValidationError(
-                f"{field}: the inference operator writes TLS certificates to an S3 bucket: "
-                "name one (hyperpod-tls...)",
-                details={"field": field},
-            )
+            raise catalog_error([Problem(
+                "inferenceOperator.tlsCertificateBucket",
+                "the inference operator writes TLS certificates to an S3 bucket: name one "
+                "(hyperpod-tls...)")])
     governance = request.task_governance
     if (governance is not None and governance.enabled is False and snapshot is not None
             and snapshot.quotas):
@@ -101,7 +98,8 @@ def check(request: FeaturesRequest, snapshot: Snapshot | None) -> None:
         )
         raise ConflictError(
             "taskGovernance: teams " + ", ".join(teams) + " still have compute quotas; delete "
-            "them first (DELETE /clusters/{tag}/teams/{team})",
+            "them first: " + ", ".join(
+                f"DELETE /clusters/{snapshot.tag}/teams/{team}" for team in teams),
             details={"field": "taskGovernance.enabled", "teams": teams},
         )
 
