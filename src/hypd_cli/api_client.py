@@ -17,7 +17,7 @@ Errors: `ApiError` (the API answered 4xx/5xx; carries its ``code``, ``message`` 
 ``details``), `ApiUnreachable` (no answer from the endpoint), `ApiConfigError` (no usable
 endpoint, Region or credentials). All three are `ApiClientError`.
 
-About 500 lines, kept whole: the route table, signing and the typed calls (one short method per
+About 530 lines, kept whole: the route table, signing and the typed calls (one short method per
 operation, read by the CLI) are one client; the typed calls are most of it.
 """
 
@@ -468,6 +468,27 @@ class ApiClient:
 
     def set_health_policy(self, tag: str, body: dict[str, Any]) -> dict[str, Any]:
         return self.call("setHealthPolicy", tag=tag, body=body)
+
+    # Managed features (docs/features.md) and task governance's teams. A PATCH of the features
+    # names only what changes (explicit diff); both changes answer 202 or 200 changed: false.
+
+    def get_features(self, tag: str) -> dict[str, Any]:
+        return self.call("getFeatures", tag=tag)
+
+    def set_features(self, tag: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("setFeatures", tag=tag, body=body)
+
+    def list_teams(self, tag: str) -> dict[str, Any]:
+        return self.call("listTeams", tag=tag)
+
+    def get_team(self, tag: str, team: str) -> dict[str, Any]:
+        return self.call("getTeam", tag=tag, team=team)
+
+    def set_team(self, tag: str, team: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("setTeam", tag=tag, team=team, body=body)
+
+    def delete_team(self, tag: str, team: str) -> dict[str, Any]:
+        return self.call("deleteTeam", tag=tag, team=team)
 
 
 def started(response: Mapping[str, Any]) -> bool:

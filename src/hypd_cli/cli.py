@@ -65,6 +65,12 @@ COMMANDS: dict[str, str] = {
     "health node": "getNodeHealth",
     "health policy": "getHealthPolicy",
     "health set-policy": "setHealthPolicy",
+    "features get": "getFeatures",
+    "features set": "setFeatures",
+    "teams list": "listTeams",
+    "teams get": "getTeam",
+    "teams set": "setTeam",
+    "teams delete": "deleteTeam",
     "ops list": "listOperations",
     "ops get": "getOperation",
     "ops watch": "getOperation",
@@ -243,6 +249,13 @@ def describe_api_error(exc: ApiError) -> str:
     """The AWS CLI's wording: ``An error occurred (Code) when calling the op operation: ...``."""
     where = f" when calling the {exc.operation_id} operation" if exc.operation_id else ""
     return f"An error occurred ({exc.code}){where} (HTTP {exc.status}): {exc.message}"
+
+
+def refused_with_hint(ctx: Context, exc: ApiError, hint: str) -> int:
+    """An API error as `run_command` reports it, then what to do about it (exit 1)."""
+    _error(ctx, describe_api_error(exc))
+    _error(ctx, hint)
+    return EXIT_FAILED
 
 
 def _error(ctx: Context, message: str) -> None:

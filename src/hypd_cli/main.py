@@ -20,6 +20,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.nodes",
     "hypd_cli.autoscaling",
     "hypd_cli.health",
+    "hypd_cli.features",
+    "hypd_cli.teams",
     "hypd_cli.operations",
     "hypd_cli.catalog",
     "hypd_cli.mcp_command",

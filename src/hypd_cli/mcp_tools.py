@@ -17,6 +17,8 @@ from hypd.api.models import (
     ClusterList,
     ClusterView,
     DiscoverRequest,
+    FeaturesUnchanged,
+    FeaturesView,
     HealthPolicyView,
     HealthSummaryView,
     InstanceGroupFieldList,
@@ -28,6 +30,9 @@ from hypd.api.models import (
     OperationAccepted,
     OperationList,
     OperationView,
+    TeamList,
+    TeamUnchanged,
+    TeamView,
     TrainingPlanList,
 )
 from hypd.capacity.requests import (
@@ -36,6 +41,7 @@ from hypd.capacity.requests import (
     UpdateInstanceGroupRequest,
 )
 from hypd.clusters.create_request import CreateClusterRequest
+from hypd.clusters.feature_request import FeaturesRequest, TeamRequest
 from hypd.health.policy import HealthPolicy
 
 WAIT_SECONDS_MAX = 300
@@ -330,6 +336,95 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "not their current values: send every field to keep. Starts no operation: the "
             "answer is the policy now in force; each later repair is an operation of its own "
             "(operation_list with clusterTag). A 400 names the field out of range."
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "features_get",
+        "getFeatures",
+        FeaturesView,
+        advice=(
+            "Read it before features_set and tell the user what is on. Each feature has "
+            "enabled, status (ACTIVE; CREATING, UPDATING or DELETING: wait; DEGRADED or FAILED: "
+            "problems says why; DISABLED), version, its settings, requires (what is installed "
+            "first when it is turned on) and requiredBy (for task governance: the teams that "
+            "need it); prerequisites says of each shared add-on who installed it (hypd or "
+            "other) and which features need it. kubernetesReadable: false means the CRDs and "
+            "controllers could not be checked."
+        ),
+    ),
+    ToolSpec(
+        "features_set",
+        "setFeatures",
+        OperationAccepted,
+        body=FeaturesRequest,
+        unchanged=FeaturesUnchanged,
+        advice=(
+            "Read the features with features_get first. Then send only the features and "
+            "fields the user asked to change, never one you were not asked to change, and "
+            "never features_get's answer sent back: what is not sent is left exactly as it is "
+            "(explicit diff), what is sent is acted on; leave a field out rather than send it "
+            "as null (a null is sent too). {\"trainingOperator\": {\"enabled\": "
+            "true}} turns one feature on; {\"tieredCheckpointing\": {\"memoryPercent\": 30}} "
+            "changes one setting of a feature that is on (a setting of a feature that is off is "
+            "a 400 naming the field: send enabled: true with it, if the user wants it on). The "
+            "inference operator needs tlsCertificateBucket (a bucket named hyperpod-tls...). "
+            "Turning a feature off removes its add-on and what only it needed, and stops the "
+            "work that uses it. " + CONFIRM + " Task governance cannot be turned off while "
+            "teams have quotas (409 naming them: team_delete first, confirmed). An answer with "
+            "changed: false means the features already are as asked: nothing started. "
+            "Otherwise: " + POLL + " Then features_get: each feature turned on should be ACTIVE."
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "team_list",
+        "listTeams",
+        TeamList,
+        advice=(
+            "Task governance's teams, each a compute quota: resources (instances per type), "
+            "sharing, status, and the queue the team's jobs name (kueue.x-k8s.io/queue-name). "
+            "Empty when task governance is off (features_get)."
+        ),
+    ),
+    ToolSpec(
+        "team_get",
+        "getTeam",
+        TeamView,
+        advice=(
+            "Read it before team_set to keep what the user does not change. A 404 means the "
+            "cluster has no such team."
+        ),
+    ),
+    ToolSpec(
+        "team_set",
+        "setTeam",
+        OperationAccepted,
+        body=TeamRequest,
+        unchanged=TeamUnchanged,
+        advice=(
+            "Task governance must be on (features_get; a 409 says it is off: turn it on with "
+            "features_set {\"taskGovernance\": {\"enabled\": true}} only if the user agrees). "
+            "The body replaces the team's whole quota: omitted fields take their defaults "
+            "(sharing LendAndBorrow, preemptTeamTasks LowerPriority, active true), not their "
+            "current values, so read team_get first and send every field to keep. Each "
+            "resources[].instanceType must be the type of one of the cluster's groups "
+            "(instance_group_list; a 400 names the field). A smaller quota can preempt the "
+            "team's running work. " + CONFIRM + " An answer with changed: false means the "
+            "quota already says this: nothing started. Otherwise: " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "team_delete",
+        "deleteTeam",
+        OperationAccepted,
+        advice=(
+            "Removes the team's quota: its jobs lose their guaranteed capacity. " + CONFIRM
+            + " " + POLL
         ),
         destructive=True,
         idempotent=True,

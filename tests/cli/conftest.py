@@ -8,6 +8,8 @@ captured, so ``--output json`` can be parsed as it is.
 Every run records the REST operations the command called (`Run.calls`) and checks them against
 the command table: a command calls its one operation (plus getOperation to wait, plus the
 catalogue for the interactive create), nothing else.
+
+Without a cloud, `canned` gives the CLI the real client over canned answers (`CannedApi`).
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from typing import Any
 
 import pytest
 
-from hypd_cli.api_client import ApiClient
+from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.cli import COMMANDS
 from hypd_cli.clusters import REQUEST_FLAGS
 from hypd_cli.main import build_parser, hoist_global_options, main
 
 CATALOG = {"listAvailabilityZones", "listInstanceTypes", "listTrainingPlans"}
+OPERATION_ID = "op-" + "a" * 32
+ACCEPTED = {"operationId": OPERATION_ID, "status": "PENDING", "kind": "update-instance-group"}
 
 
 class ThreadStream(io.TextIOBase):
@@ -124,3 +128,34 @@ def check_calls(argv: Sequence[str], calls: list[str]) -> None:
     assert set(calls) <= allowed, f"hypd {name} called {calls}"
     if name != "ops watch":
         assert calls.count(COMMANDS[name]) <= 1, f"hypd {name} called {calls}"
+
+
+class CannedApi(ApiClient):
+    """The real client (route table, typed methods) over canned answers instead of HTTP: records
+    (method, path, query, body) of each request."""
+
+    def __init__(self, *answers: dict[str, Any] | ApiError) -> None:
+        super().__init__("http://127.0.0.1:9/v1")
+        self.answers = list(answers)
+        self.sent: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+
+    def request(self, method: str, path: str, *, query: dict[str, Any] | None = None,
+                body: dict[str, Any] | None = None,
+                operation_id: str | None = None) -> dict[str, Any]:
+        self.sent.append((method, path, query or {}, body))
+        answer = self.answers.pop(0) if self.answers else ACCEPTED
+        if isinstance(answer, ApiError):
+            raise answer
+        return answer
+
+
+@pytest.fixture
+def canned(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CannedApi]:
+    """``canned(answer, ...)``: the CLI's client for the next runs."""
+
+    def install(*answers: dict[str, Any] | ApiError) -> CannedApi:
+        client = CannedApi(*answers)
+        monkeypatch.setattr("hypd_cli.cli.client_from_args", lambda args: client)
+        return client
+
+    return install

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hypd_cli.api_client import ApiClient, ApiError, ApiUnreachable
+from hypd_cli.api_client import ApiError, ApiUnreachable
 from hypd_cli.cli import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -31,9 +31,7 @@ from hypd_cli.group_flags import parse_group
 from hypd_cli.main import build_parser
 from hypd_cli.operations import watch_command
 from hypd_cli.output import stage_note
-from tests.cli.conftest import RunCli, ThreadStream
-
-OPERATION_ID = "op-" + "a" * 32
+from tests.cli.conftest import ACCEPTED, OPERATION_ID, CannedApi, RunCli, ThreadStream
 
 
 def free_endpoint() -> str:
@@ -341,39 +339,7 @@ def test_thread_stream_keeps_only_the_owner_threads_writes() -> None:
 
 
 # -- capacity commands against canned answers ------------------------------------------------------
-ACCEPTED = {"operationId": OPERATION_ID, "status": "PENDING", "kind": "update-instance-group"}
 NODE = "i-0123456789abcdef0"
-
-
-class CannedApi(ApiClient):
-    """The real client (route table, typed methods) over canned answers instead of HTTP: records
-    (method, path, query, body) of each request."""
-
-    def __init__(self, *answers: dict[str, Any] | ApiError) -> None:
-        super().__init__("http://127.0.0.1:9/v1")
-        self.answers = list(answers)
-        self.sent: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
-
-    def request(self, method: str, path: str, *, query: dict[str, Any] | None = None,
-                body: dict[str, Any] | None = None,
-                operation_id: str | None = None) -> dict[str, Any]:
-        self.sent.append((method, path, query or {}, body))
-        answer = self.answers.pop(0) if self.answers else ACCEPTED
-        if isinstance(answer, ApiError):
-            raise answer
-        return answer
-
-
-@pytest.fixture
-def canned(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CannedApi]:
-    """``canned(answer, ...)``: the CLI's client for the next runs."""
-
-    def install(*answers: dict[str, Any] | ApiError) -> CannedApi:
-        client = CannedApi(*answers)
-        monkeypatch.setattr("hypd_cli.cli.client_from_args", lambda args: client)
-        return client
-
-    return install
 
 
 def test_groups_add_sends_the_group_from_flags_or_a_file(

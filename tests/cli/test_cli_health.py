@@ -10,13 +10,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from hypd_cli.api_client import ApiClient
 from hypd_cli.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from hypd_cli.demo import follow
-from tests.cli.conftest import RunCli
-from tests.cli.test_cli_commands import CannedApi
+from tests.cli.conftest import CannedApi, RunCli
 from tests.cli.test_cli_local_cloud import header, row
 from tests.e2e.capacity import created_cluster
 
@@ -183,18 +180,6 @@ SUMMARY: dict[str, Any] = {
     "policy": {"action": "reboot", "maxActionsPerHour": 5, "nodeCooldownMinutes": 120},
     "policyIsDefault": False,
 }
-
-
-@pytest.fixture
-def canned(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CannedApi]:
-    """``canned(answer, ...)``: the CLI's client for the next runs."""
-
-    def install(*answers: dict[str, Any]) -> CannedApi:
-        client = CannedApi(*answers)
-        monkeypatch.setattr("hypd_cli.cli.client_from_args", lambda args: client)
-        return client
-
-    return install
 
 
 def test_get_shows_each_repair_gone_nodes_events_and_addon_issues(

@@ -54,7 +54,9 @@ async def test_the_agent_guide_is_served_as_instructions_resource_and_prompt() -
     guide = agent_guide()
     for rule in ("Look before you create", "decision-grade", "terminal state",
                  "Resume, never recreate", "ClusterExists", "Never try to change a create-time "
-                 "field", "ImmutableField", "Poll every returned operation", "changed: false"):
+                 "field", "ImmutableField", "Poll every returned operation", "changed: false",
+                 "Read the features before changing them", "Send only what you were asked to "
+                 "change", "explicit diff", "Teams need task governance"):
         assert rule in guide
     for tool in TOOLS:  # the guide's table names every tool
         assert f"| `{tool}` |" in guide

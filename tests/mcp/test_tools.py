@@ -14,9 +14,11 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unuse
 
 from hypd.api.models import (
     AutoscalingUnchanged,
+    FeaturesUnchanged,
     InstanceGroupUnchanged,
     OperationAccepted,
     OperationView,
+    TeamUnchanged,
 )
 from hypd.capacity.requests import AddInstanceGroupRequest, UpdateInstanceGroupRequest
 from hypd.clusters.create_request import CreateClusterRequest
@@ -57,10 +59,16 @@ TOOLS = {
     "node_health_get": "getNodeHealth",
     "health_policy_get": "getHealthPolicy",
     "health_policy_set": "setHealthPolicy",
+    "features_get": "getFeatures",
+    "features_set": "setFeatures",
+    "team_list": "listTeams",
+    "team_get": "getTeam",
+    "team_set": "setTeam",
+    "team_delete": "deleteTeam",
 }
 DESTRUCTIVE = {"operation_cancel", "instance_group_update", "instance_group_delete",
                "node_reboot", "node_replace", "node_delete", "autoscaling_set",
-               "health_policy_set"}
+               "health_policy_set", "features_set", "team_set", "team_delete"}
 
 
 def committed_document() -> dict[str, Any]:
@@ -185,13 +193,24 @@ def test_a_body_tool_takes_its_path_parameters_beside_the_bodys_fields() -> None
                                           "nodeCooldownMinutes"]
     assert policy["properties"]["maxActionsPerHour"]["minimum"] == 1
     assert policy["additionalProperties"] is False
+    # The features' PATCH: every feature optional (explicit diff); a team's PUT: its path's two.
+    features = tools["features_set"].input_schema
+    assert features["required"] == ["tag"]
+    assert list(features["properties"]) == ["tag", "trainingOperator", "inferenceOperator",
+                                            "tieredCheckpointing", "observability",
+                                            "taskGovernance"]
+    team = tools["team_set"].input_schema
+    assert team["required"] == ["tag", "team", "resources"]
+    assert team["properties"]["team"]["maxLength"] == 40
 
 
 def test_a_change_that_may_be_found_made_answers_either_model() -> None:
     tools = {t.name: t for t in bind_tools(committed_document())}
 
     for name, unchanged in (("instance_group_update", InstanceGroupUnchanged),
-                            ("autoscaling_set", AutoscalingUnchanged)):
+                            ("autoscaling_set", AutoscalingUnchanged),
+                            ("features_set", FeaturesUnchanged),
+                            ("team_set", TeamUnchanged)):
         schema = tools[name].output_schema
         assert schema["type"] == "object"
         assert schema["anyOf"] == [{"$ref": "#/$defs/OperationAccepted"},
@@ -411,6 +430,10 @@ async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[A
     await tools.call("node_health_get", {"tag": "demo", "nodeId": "i-0123456789abcdef0"})
     await tools.call("health_policy_set", {"tag": "demo", "action": "replace",
                                            "maxActionsPerHour": 3})
+    await tools.call("features_set", {"tag": "demo", "trainingOperator": {"enabled": True}})
+    await tools.call("team_set", {"tag": "demo", "team": "ml", "resources": [
+        {"instanceType": "ml.g6.4xlarge", "count": 1}]})
+    await tools.call("team_delete", {"tag": "demo", "team": "ml"})
 
     assert client.calls == [
         ("getCluster", {"tag": "a/b"}, None),
@@ -424,6 +447,10 @@ async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[A
         ("deleteNode", {"tag": "demo", "nodeId": "i-0123456789abcdef0"}, None),
         ("getNodeHealth", {"tag": "demo", "nodeId": "i-0123456789abcdef0"}, None),
         ("setHealthPolicy", {"tag": "demo"}, {"action": "replace", "maxActionsPerHour": 3}),
+        ("setFeatures", {"tag": "demo"}, {"trainingOperator": {"enabled": True}}),
+        ("setTeam", {"tag": "demo", "team": "ml"},
+         {"resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}]}),
+        ("deleteTeam", {"tag": "demo", "team": "ml"}, None),
     ]
 
 

@@ -25,13 +25,16 @@ import pytest
 from hypd_cli.api_client import ApiClient
 from hypd_cli.mcp_binding import bind_tools, openapi_document
 from hypd_cli.mcp_server import ERROR_KEY
-from tests.e2e.capacity import created_cluster
+from tests.e2e.capacity import created_cluster, run
 from tests.mcp.conftest import POLL_SECONDS
 from tests.mcp.test_tools import TOOLS
 
 CLIENT_DIR = Path(__file__).resolve().parent / "typescript"
 TAG = "typed"
 GROUP = "workers"
+TEAM = "ml"
+TEAM_BODY = {"resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}],
+             "fairShareWeight": 50, "sharing": {"strategy": "LendAndBorrow", "borrowLimit": 50}}
 TIMEOUT = 300
 """Seconds the whole client run may take (it takes a few): a hung server fails the test."""
 
@@ -103,16 +106,20 @@ def read_calls(values: dict[str, str]) -> list[dict[str, Any]]:
 def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     cloud: Any, api: ApiClient
 ) -> None:
-    # Given a cluster hypd created (one group of 2 nodes), its create operation, and a node
-    # HyperPod found faulty (so it has a health history)
+    # Given a cluster hypd created (one group of 2 nodes), its create operation, task
+    # governance on with a team, and a node HyperPod found faulty (so it has a health history)
     created = created_cluster(api, cloud, tag=TAG)
+    governed = run(api, cloud, api.set_features(TAG, {"taskGovernance": {"enabled": True}}))
+    assert governed["status"] == "SUCCEEDED", governed.get("error")
+    team = run(api, cloud, api.set_team(TAG, TEAM, TEAM_BODY))
+    assert team["status"] == "SUCCEEDED", team.get("error")
     first, faulty = (n["nodeId"] for n in api.list_nodes(TAG)["nodes"])
     cloud.emulation.hyperpod.make_node_unhealthy(
         f"hypd-{TAG}", faulty, reason="NvidiaErrorTerminate", action="Reboot", repair=False)
     cloud.emulation.tick()
     cloud.wait_for_executions(timeout=60)
     values = {"tag": TAG, "operationId": str(created["id"]), "nodeId": faulty,
-              "name": GROUP}
+              "name": GROUP, "team": TEAM}
     reads = read_calls(values)
     changes = [
         # 200 changed: false (the union output schema's other branch)
@@ -123,6 +130,10 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
         # a wait on an operation that has ended answers at once
         {"name": "operation_get_status",
          "arguments": {"operationId": values["operationId"], "wait_seconds": 5}},
+        # 200 changed: false of the features' PATCH and of a team's PUT (while the reboot runs:
+        # a request that matches starts nothing, so it needs no lock)
+        {"name": "features_set", "arguments": {"tag": TAG, "taskGovernance": {"enabled": True}}},
+        {"name": "team_set", "arguments": {"tag": TAG, "team": TEAM, **TEAM_BODY}},
     ]
     errors = [
         {"name": "cluster_get", "arguments": {"tag": "absent"}},  # 404 from the API
@@ -130,6 +141,10 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
         {"name": "cluster_create",  # 400 naming the body's field
          "arguments": {"tag": "other", "instanceGroups": "many", "storage": {}}},
         {"name": "cluster_get", "arguments": {}},  # refused before any request
+        # 400: a setting of a feature that is off, naming the field
+        {"name": "features_set",
+         "arguments": {"tag": TAG, "tieredCheckpointing": {"memoryPercent": 20}}},
+        {"name": "team_get", "arguments": {"tag": TAG, "team": "absent"}},  # 404
     ]
     unknown = [{"name": "cluster_explode", "arguments": {}}]
 
@@ -154,14 +169,21 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     assert {n["nodeId"] for n in done["node_list"]["nodes"]} == {first, faulty}
     assert done["node_health_get"]["nodeId"] == faulty
     assert done["operation_get_status"]["status"] == "SUCCEEDED"
-    unchanged, accepted, policy, waited = (success(o) for o in outcomes[len(reads):][:4])
+    assert done["features_get"]["features"]["taskGovernance"]["status"] == "ACTIVE"
+    assert done["features_get"]["features"]["taskGovernance"]["requiredBy"] == [f"team:{TEAM}"]
+    assert [t["name"] for t in done["team_list"]["teams"]] == [TEAM]
+    assert done["team_get"]["queue"] == f"hyperpod-ns-{TEAM}-localqueue"
+    unchanged, accepted, policy, waited, features, team = (
+        success(o) for o in outcomes[len(reads):][:6])
     assert unchanged["changed"] is False
     assert accepted["operationId"].startswith("op-")
     assert (policy["policy"]["action"], policy["default"]) == ("notify", False)
     assert waited["status"] == "SUCCEEDED"
+    assert (features["changed"], features["features"]["tag"]) == (False, TAG)
+    assert (team["changed"], team["team"]["name"]) == (False, TEAM)
 
     # And each API error is a tool error with the API's status, code and message
-    absent, bad, body, argument = (tool_error(o) for o in outcomes[-5:-1])
+    absent, bad, body, argument, setting, no_team = (tool_error(o) for o in outcomes[-7:-1])
     assert (absent["status"], absent["code"]) == (404, "NotFound")
     assert "absent" in absent["message"]
     assert (bad["status"], bad["code"]) == (400, "ValidationError")
@@ -170,6 +192,9 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     assert "instanceGroups" in body["message"] + json.dumps(body["details"])
     assert (argument["status"], argument["code"]) == (None, "ValidationError")
     assert "tag: this argument is required" in argument["message"]
+    assert (setting["status"], setting["details"]) == (
+        400, {"field": "tieredCheckpointing.memoryPercent"})
+    assert (no_team["status"], no_team["code"]) == (404, "NotFound")
 
     # And a tool that does not exist is the protocol's invalid-params error
     (nonexistent,) = outcomes[-1:]

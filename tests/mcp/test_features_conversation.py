@@ -1,0 +1,62 @@
+"""A features-and-teams conversation of an agent, as MCP tool calls only, against the local cloud:
+a real MCP client session from the SDK over stdio with ``hypd mcp serve``, on one cluster created
+first. Read the features, change only what was asked, poll each operation, then a team."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hypd_cli.api_client import ApiClient
+from tests.e2e.capacity import created_cluster
+from tests.mcp.conftest import call, call_error, mcp_session
+from tests.mcp.test_create_conversation import poll
+
+pytestmark = pytest.mark.anyio
+
+TAG = "features"
+TEAM = {"team": "ml", "resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}],
+        "fairShareWeight": 50}
+
+
+async def test_features_and_a_team_run_on_tools_alone(cloud: Any, api: ApiClient) -> None:
+    created_cluster(api, cloud, tag=TAG)  # the create conversation has its own tests
+
+    async with mcp_session(cloud.api_url) as session:
+        # Read first: everything is off.
+        before = await call(session, "features_get", tag=TAG)
+        assert {n: f["enabled"] for n, f in before["features"].items()} == dict.fromkeys(
+            before["features"], False)
+
+        # Send only what the user asked for: task governance on, with fair share.
+        accepted = await call(session, "features_set", tag=TAG,
+                              taskGovernance={"enabled": True, "fairShare": True})
+        assert (accepted["kind"], accepted["status"]) == ("set-features", "PENDING")
+        done, _ = await poll(session, accepted["operationId"])
+        assert done["status"] == "SUCCEEDED", done.get("error")
+        after = await call(session, "features_get", tag=TAG)
+        governance = after["features"]["taskGovernance"]
+        assert (governance["status"], governance["fairShare"]) == ("ACTIVE", True)
+        # Nothing else was touched.
+        assert {n: f for n, f in after["features"].items() if n != "taskGovernance"} == {
+            n: f for n, f in before["features"].items() if n != "taskGovernance"}
+
+        # A team: set, polled, read; the same quota again starts nothing.
+        started = await call(session, "team_set", tag=TAG, **TEAM)
+        made, _ = await poll(session, started["operationId"])
+        assert made["status"] == "SUCCEEDED", made.get("error")
+        team = await call(session, "team_get", tag=TAG, team="ml")
+        assert (team["status"], team["fairShareWeight"]) == ("Created", 50)
+        assert (await call(session, "team_set", tag=TAG, **TEAM))["changed"] is False
+        listed = await call(session, "team_list", tag=TAG)
+        assert [t["name"] for t in listed["teams"]] == ["ml"]
+
+        # Task governance stays while the team has a quota; deleting the team lets it go.
+        kept = await call_error(session, "features_set", tag=TAG,
+                                taskGovernance={"enabled": False})
+        assert (kept["status"], kept["details"]["teams"]) == (409, ["ml"])
+        deleting = await call(session, "team_delete", tag=TAG, team="ml")
+        deleted, _ = await poll(session, deleting["operationId"])
+        assert deleted["status"] == "SUCCEEDED", deleted.get("error")
+        assert (await call(session, "team_list", tag=TAG))["teams"] == []
