@@ -463,3 +463,22 @@ def test_a_refusal_in_cleanup_fails_there_and_a_retry_removes_the_rest(
     api.call("retryOperation", operationId=failed["id"])
     assert run(api, cloud, {"operationId": failed["id"]})["status"] == "SUCCEEDED"
     assert world(cloud) == before
+
+
+def test_features_of_a_cluster_without_its_eks_cluster_are_a_409(
+    api: ApiClient, cloud: Any
+) -> None:
+    from hypd_cli.api_client import ApiError
+    from hypd_cli.demo import follow
+    from tests.support import create_body
+
+    cloud.client("s3").create_bucket(
+        Bucket="team-data", CreateBucketConfiguration={"LocationConstraint": cloud.region})
+    cloud.faults.fail("cloudformation", "CreateStack", code="ValidationError",
+                      message="network stack refused (injected)")
+    accepted = api.post("/clusters", create_body(tag=TAG))
+    assert follow(api, cloud, str(accepted["operationId"]))["status"] == "FAILED"
+    with pytest.raises(ApiError) as raised:
+        features(api)
+    assert raised.value.status == 409
+    assert "no EKS cluster" in raised.value.message

@@ -24,6 +24,7 @@ from hypd.api.models import FeaturesUnchanged, FeaturesView, OperationAccepted
 from hypd.api.params import Tag
 from hypd.clusters.feature_request import FeaturesRequest
 from hypd.clusters.models import Cluster
+from hypd.errors import AwsResourceNotFound, ConflictError
 from hypd.features import plan, state
 from hypd.features.tasks import FeaturesInput
 from hypd.operations.models import OperationKind
@@ -42,12 +43,24 @@ def _json(status: int, model: BaseModel) -> Response[str]:
 
 
 def _snapshot(record: Cluster) -> state.Snapshot:
-    return state.read(
-        services().feature_clients(),
-        record.tag,
-        record.eks.name if record.eks else None,
-        record.hyperpod.name if record.hyperpod else None,
-    )
+    """The cluster's features as they are.
+
+    Raises:
+        ConflictError: its EKS cluster does not exist (yet, or any more).
+    """
+    try:
+        return state.read(
+            services().feature_clients(),
+            record.tag,
+            record.eks.name if record.eks else None,
+            record.hyperpod.name if record.hyperpod else None,
+        )
+    except AwsResourceNotFound as exc:
+        raise ConflictError(
+            f"cluster {record.tag} ({record.status.value if record.status else 'no status'}) "
+            f"has no EKS cluster to read features from: {exc.message}",
+            details={"tag": record.tag, "awsErrorCode": exc.details.get("awsErrorCode")},
+        ) from exc
 
 
 @router.get(
@@ -64,7 +77,7 @@ def _snapshot(record: Cluster) -> state.Snapshot:
     tags=TAGS,
     responses={
         200: json_response("FeaturesView", "The features and the shared prerequisites."),
-        **{s: ERROR_RESPONSES[s] for s in (400, 404, 503)},
+        **{s: ERROR_RESPONSES[s] for s in (400, 404, 409, 503)},
     },
 )
 def get_features(tag: Tag) -> FeaturesView:
