@@ -80,7 +80,7 @@ def test_features_get_and_set_on_the_local_cloud(
     assert refused.code == EXIT_FAILED
     assert refused.out == ""
     assert ("An error occurred (ValidationError) when calling the setFeatures operation "
-            "(HTTP 400): tieredCheckpointing.memoryPercent: ") in refused.err
+            "(HTTP 400): invalid request: tieredCheckpointing.memoryPercent: ") in refused.err
     assert ("Turn tieredCheckpointing on with its settings: add --enable tieredCheckpointing"
             in refused.err)
 

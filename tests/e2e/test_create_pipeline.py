@@ -257,7 +257,7 @@ def test_a_refused_network_stack_fails_network_and_a_retry_completes_it(
     network = stages(failed)["network"]
     assert network["status"] == "FAILED"
     assert network["error"]["code"] == "InsufficientCapabilitiesException"
-    assert [stages(failed)[s]["status"] for s in STAGES[1:]] == ["PENDING"] * 5
+    assert [stages(failed)[s]["status"] for s in STAGES[1:]] == ["PENDING"] * 6
 
     api.post(f"/operations/{failed['id']}/retry")
     done = follow(api, cloud, failed["id"], timeout=240)

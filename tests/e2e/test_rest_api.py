@@ -43,7 +43,7 @@ def test_bad_input_gets_400_naming_the_field(
 
 
 # A value of the right shape for each path parameter (nothing it names exists).
-SAMPLE_PATH = {"tag": "nope", "name": "workers", "nodeId": "i-0123456789abcdef0",
+SAMPLE_PATH = {"tag": "nope", "name": "workers", "nodeId": "i-0123456789abcdef0", "team": "ml",
                "operationId": "op-" + "0" * 32}
 
 
@@ -65,7 +65,7 @@ def send(cloud: Any, method: str, path: str, data: bytes, content_type: str) -> 
 
 def test_multipart_without_a_boundary_gets_400_on_every_route_with_a_body(cloud: Any) -> None:
     routes = [(m, p) for m, p, body in documented_routes("POST", "PUT", "PATCH") if body]
-    assert len(routes) == 6
+    assert len(routes) == 8
     for method, path in routes:
         # When a body is sent as multipart/form-data without a boundary (once a 502)
         answer = send(cloud, method, path, b'{"enabled": true}', "multipart/form-data")
@@ -78,7 +78,7 @@ def test_multipart_without_a_boundary_gets_400_on_every_route_with_a_body(cloud:
 
 def test_a_body_that_is_not_utf8_never_fails_a_post_or_put(cloud: Any) -> None:
     routes = documented_routes("POST", "PUT", "PATCH")
-    assert len(routes) == 10
+    assert len(routes) == 12
     for method, path, takes_body in routes:
         # When a body is not UTF-8 (once a 502 on every route that reads one)
         answer = send(cloud, method, path, b'{"a": "\xff\xfe"}', "application/json")
