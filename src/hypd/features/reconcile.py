@@ -37,6 +37,12 @@ from hypd.features.state import FeatureClients, Snapshot
 
 PHASES = ("prerequisites", "addons", "verify", "cleanup")
 CHECK_SECONDS = 15
+"""How soon to look again at what is on its way (an add-on CREATING past its first look)."""
+DELETE_CHECK_SECONDS = 30
+"""An add-on's or a scheduler config's deletion takes about half a minute."""
+HYPERPOD_UPDATE_FIRST_LOOK_SECONDS = 120
+HYPERPOD_UPDATE_CHECK_SECONDS = 30
+"""UpdateCluster's TieredStorageConfig takes minutes (the cluster is Updating meanwhile)."""
 VERIFY_GIVE_UP_SECONDS = 15 * 60
 """A controller not available this long after its add-on is ACTIVE fails the verify stage."""
 
@@ -179,6 +185,7 @@ class Reconciler:
             )
         actions += [f"create add-on {n}" for n in progress.created]
         done = progress.done
+        wait = progress.next_check_seconds
         if any(f.oidc for f in on) and snap.oidc is None:
             if not snap.oidc_issuer:
                 raise failed("inferenceOperator", "oidc-provider",
@@ -202,7 +209,8 @@ class Reconciler:
                 if status in ("CREATION_FAILED",):
                     raise failed("observability", "amp-workspace",
                                  f"workspace {snap.workspace.get('workspaceId')} is {status}")
-                done = done and status == "ACTIVE"
+                if status != "ACTIVE":
+                    done, wait = False, min(wait, DELETE_CHECK_SECONDS)
         ctx = self._role_context(snap, targets)
         role_arns: dict[str, str] = {}
         for feature in on:
@@ -229,7 +237,7 @@ class Reconciler:
                         eks_api.update_pod_identity_association(
                             eks, snap.eks_name, existing.association_id, arn)
                         actions.append(f"re-associate {'/'.join(key)}")
-        return Progress(done, actions)
+        return Progress(done, actions, wait)
 
     # ------------------------------------------------------------------ add-ons
     def _configuration(self, feature: Feature, snap: Snapshot,
@@ -300,7 +308,26 @@ class Reconciler:
                 with step(name, "scheduler config"):
                     settled, did = self._scheduler(snap, wanted)
                 done, actions = done and settled, actions + did
-        return Progress(done, actions)
+        return Progress(done, actions, self._addons_wait(snap, actions))
+
+    @staticmethod
+    def _addons_wait(snap: Snapshot, actions: list[str]) -> int:
+        """When to look again: the soonest that anything started or seen on its way can be
+        done (a new add-on near its expected minute, HyperPod's update after minutes)."""
+        waits: list[int] = []
+        if any(a.startswith("create add-on") for a in actions):
+            waits.append(addons_mod.ADDON_EXPECTED_SECONDS)
+        if any(a.startswith("UpdateCluster") for a in actions):
+            waits.append(HYPERPOD_UPDATE_FIRST_LOOK_SECONDS)
+        elif snap.hyperpod_status == "Updating":
+            waits.append(HYPERPOD_UPDATE_CHECK_SECONDS)
+        if any(a.startswith("delete") for a in actions) or any(
+            f.status == "DELETING" for f in snap.addons.values()
+        ):
+            waits.append(DELETE_CHECK_SECONDS)
+        if any(f.status in ("CREATING", "UPDATING") for f in snap.addons.values()):
+            waits.append(CHECK_SECONDS)
+        return min(waits) if waits else CHECK_SECONDS
 
     def _enable_addon(self, eks: Any, feature: Feature, fact: state.AddonFact | None,
                       snap: Snapshot, targets: dict[str, plan.FeatureTarget]
@@ -512,4 +539,4 @@ class Reconciler:
                 with step(",".join(f.name for f in off) or "features", f"remove {name}"):
                     eks_api.delete_addon(eks, snap.eks_name, name)
                 actions.append(f"delete add-on {name}")
-        return Progress(done, actions)
+        return Progress(done, actions, DELETE_CHECK_SECONDS)
