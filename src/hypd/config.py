@@ -144,6 +144,17 @@ class FeatureTaskSettings(CsiDriverRoles):
     feature_role_boundary_arn: str | None = Field(
         default=None, alias="FEATURE_ROLE_BOUNDARY_ARN"
     )
+    kubernetes_read_roles: tuple[str, ...] = Field(default=(), alias="KUBERNETES_READ_ROLE_ARNS")
+    """The roles that read the features in a cluster's Kubernetes API (the API function's):
+    given their access entry on a cluster that lacks it (one created before hypd had
+    features). Comma-separated."""
+
+    @field_validator("kubernetes_read_roles", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(arn for arn in value.split(",") if arn)
+        return value
 
 
 class EventSettings(FunctionSettings):

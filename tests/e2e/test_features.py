@@ -461,3 +461,18 @@ def test_features_of_a_cluster_without_its_eks_cluster_are_a_409(
         features(api)
     assert raised.value.status == 409
     assert "no EKS cluster" in raised.value.message
+
+
+def test_a_cluster_made_before_features_gets_the_access_it_needs(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    eks = cloud.client("eks")
+    for principal in eks.list_access_entries(clusterName=CLUSTER)["accessEntries"]:
+        if "FeatureTasksFunctionRole" in principal or "ApiFunctionRole" in principal:
+            eks.delete_access_entry(clusterName=CLUSTER, principalArn=principal)
+    assert api.call("getFeatures", tag=TAG)["kubernetesReadable"] is False
+    apply(api, cloud, trainingOperator={"enabled": True})
+    view = api.call("getFeatures", tag=TAG)
+    assert view["kubernetesReadable"] is True
+    assert view["features"]["trainingOperator"]["status"] == "ACTIVE"

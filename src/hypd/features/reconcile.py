@@ -8,7 +8,7 @@ look again. A failure is `FeatureStepFailed`, naming the feature, the step and A
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +99,9 @@ class Reconciler:
     """Add-on -> the role of its pod identity (the CSI drivers: the deployment's roles)."""
     eks_name: str | None = None
     hyperpod_name: str | None = None
+    grant_access: Callable[[str], None] | None = None
+    """Give this function (and the API's reader) their access entries on an EKS cluster, by
+    name: called when its Kubernetes API is not readable (a cluster made before features)."""
 
     # ------------------------------------------------------------------ shared
     def snapshot(self) -> Snapshot:
@@ -170,6 +173,10 @@ class Reconciler:
 
     # ------------------------------------------------------------------ prerequisites
     def _prerequisites(self, snap: Snapshot, targets: dict[str, plan.FeatureTarget]) -> Progress:
+        if not snap.kube.reachable and self.grant_access is not None:
+            with step(",".join(targets) or "features", "kubernetes access"):
+                self.grant_access(snap.eks_name)
+            return Progress(False, ["grant Kubernetes access"], 1)
         on = [t.feature for t in targets.values() if t.enabled]
         if not on:
             return Progress(True)

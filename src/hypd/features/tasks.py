@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hypd.clusters.create_request import ResolvedCreate
 from hypd.clusters.feature_request import FeaturesRequest
 from hypd.config import FeatureTaskSettings
+from hypd.create import control_plane
 from hypd.features import state, teams
 from hypd.features.reconcile import PHASES, Reconciler
 from hypd.kubernetes import TokenCache
@@ -67,6 +68,16 @@ class FeatureServices:
     def clients(self) -> state.FeatureClients:
         return state.FeatureClients(self.client, self._access.api)
 
+    def grant_access(self, eks_name: str) -> None:
+        """This function's cluster-admin access entry and the API's read-only one on
+        `eks_name` (idempotent: what exists is kept)."""
+        eks = self.client("eks")
+        control_plane.ensure_admin_access(eks, eks_name,
+                                          control_plane.principal_of(self.client("sts")))
+        for role in self.settings.kubernetes_read_roles:
+            control_plane.ensure_admin_access(eks, eks_name, role,
+                                              policy=control_plane.ADMIN_VIEW_POLICY)
+
     def reconciler(self, operation: Operation) -> Reconciler:
         if operation.kind is OperationKind.CREATE_CLUSTER:
             return self._create_reconciler(operation)
@@ -80,6 +91,7 @@ class FeatureServices:
             csi_roles=self.settings.csi_roles(),
             eks_name=features.eks_name,
             hyperpod_name=features.hyperpod_name,
+            grant_access=self.grant_access,
         )
 
 
