@@ -50,12 +50,31 @@ def changes(targets: dict[str, FeatureTarget], snapshot: Snapshot) -> dict[str, 
             continue
         current = settings_of(snapshot, feature)
         differing = [k for k, v in wanted.settings.items() if current.get(k) != v]
-        status, _problems = feature_status(snapshot, feature)
-        if status not in ("ACTIVE", "CREATING", "UPDATING"):
+        if repairable(snapshot, feature):
             differing.append("repair")
         if differing:
             out[name] = differing
     return out
+
+
+def repairable(snapshot: Snapshot, feature: Feature) -> bool:
+    """Is something of an enabled feature missing that the reconciler makes: its add-on failed,
+    a prerequisite add-on, a role or a pod identity association gone? (A controller that is
+    unavailable while nodes restart, or an add-on EKS reports DEGRADED, is reported, not
+    repaired: nothing hypd makes would change it.)"""
+    status, _problems = feature_status(snapshot, feature)
+    if status == "FAILED":
+        return True
+    if feature.addon is None:
+        return False
+    if any(snapshot.addon(p) is None for p in feature.prerequisites):
+        return True
+    if any(snapshot.roles.get(r.key) is None for r in feature.roles):
+        return True
+    return any(
+        (i.namespace, i.service_account) not in snapshot.associations
+        for i in feature.pod_identities
+    )
 
 
 def check(request: FeaturesRequest, snapshot: Snapshot | None) -> None:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hypd.aws import iam as iam_api
 from hypd.clusters.feature_request import FEATURE_NAMES, FeaturesRequest
 from hypd.errors import ConflictError, ValidationError
 from hypd.features import plan, state
@@ -38,6 +39,14 @@ def snapshot(*addons: state.AddonFact, tiered: dict[str, Any] | None = None,
              ) -> state.Snapshot:
     base = [addon(n, ours=False) for n in ("vpc-cni", "kube-proxy", "coredns",
                                              "eks-pod-identity-agent")]
+    on = [f for f in FEATURES.values() if f.addon in {a.name for a in addons}]
+    roles = {r.key: iam_api.Role(r.key, f"arn:aws:iam::123456789012:role/hypd/{r.key}", "/hypd/",
+                                 {}) for f in on for r in f.roles}
+    associations = {
+        (i.namespace, i.service_account): state.AssociationFact(
+            i.namespace, i.service_account, "a-0123456789abcdefg", roles[i.role].arn, {})
+        for f in on for i in f.pod_identities
+    }
     return state.Snapshot(
         tag="train", eks_name="hypd-train", eks_arn=EKS_ARN, partition="aws",
         region="us-west-2", account="123456789012",
@@ -45,7 +54,8 @@ def snapshot(*addons: state.AddonFact, tiered: dict[str, Any] | None = None,
         hyperpod_name="hypd-train",
         hyperpod_arn="arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdefghijkl",
         hyperpod_status="InService", tiered=tiered,
-        addons={a.name: a for a in (*base, *addons)}, associations={}, roles={}, oidc=None,
+        addons={a.name: a for a in (*base, *addons)}, associations=associations, roles=roles,
+        oidc=None,
         workspace=None, scheduler=None, quotas=quotas,
         kube=state.KubeFacts(True, CRDS, CONTROLLERS, pvs),
     )
@@ -86,14 +96,26 @@ def test_sent_settings_go_over_the_current_ones() -> None:
     assert plan.changes(targets, snap) == {"tieredCheckpointing": ["memoryPercent"]}
 
 
-def test_a_broken_feature_asked_on_is_repaired() -> None:
+def test_a_feature_missing_what_hypd_makes_is_repaired() -> None:
+    snap = snapshot(*enabled("trainingOperator"))
+    for broken in (
+        replace(snap, addons={k: v for k, v in snap.addons.items() if k != "cert-manager"}),
+        replace(snap, roles={}),
+        replace(snap, associations={}),
+    ):
+        targets = plan.target(request(trainingOperator={"enabled": True}), broken)
+        assert plan.changes(targets, broken) == {"trainingOperator": ["repair"]}
+
+
+def test_a_controller_unavailable_while_nodes_restart_is_reported_not_repaired() -> None:
     controller = FEATURES["trainingOperator"].controller
     assert controller is not None
     snap = snapshot(*enabled("trainingOperator"))
-    broken = replace(snap, kube=replace(snap.kube, deployments={
+    down = replace(snap, kube=replace(snap.kube, deployments={
         **snap.kube.deployments, controller: "0/1 replicas available"}))
-    targets = plan.target(request(trainingOperator={"enabled": True}), broken)
-    assert plan.changes(targets, broken) == {"trainingOperator": ["repair"]}
+    targets = plan.target(request(trainingOperator={"enabled": True}), down)
+    assert plan.changes(targets, down) == {}
+    assert state.views(down)["features"]["trainingOperator"]["status"] == "DEGRADED"
 
 
 def test_settings_for_a_feature_left_off_are_refused_naming_the_field() -> None:
