@@ -22,11 +22,10 @@ from hypd.api.context import logger, metrics, services
 from hypd.api.errors import ERROR_RESPONSES, accepted_response, json_response
 from hypd.api.models import FeaturesUnchanged, FeaturesView, OperationAccepted
 from hypd.api.params import Tag
-from hypd.clusters.feature_request import FeaturesRequest
+from hypd.clusters.feature_request import FeaturesInput, FeaturesRequest
 from hypd.clusters.models import Cluster
 from hypd.errors import AwsResourceNotFound, ConflictError
 from hypd.features import plan, state
-from hypd.features.tasks import FeaturesInput
 from hypd.operations.models import OperationKind
 from hypd.operations.starter import new_operation
 

@@ -275,45 +275,41 @@ def list_cluster_events(
 
 
 # ---------------------------------------------------------------------------- task governance
-def list_scheduler_configs(client: Any, cluster_arn: str) -> list[dict[str, Any]]:
-    """The cluster's scheduler configs (summaries), newest first, Deleted ones left out."""
-    summaries = all_pages(
-        client,
-        "list_cluster_scheduler_configs",
-        "ClusterSchedulerConfigSummaries",
-        f"listing the scheduler configs of HyperPod cluster {cluster_arn}",
-        ClusterArn=cluster_arn,
-    )
+def _live(client: Any, operation: str, key: str, what: str, cluster_arn: str
+          ) -> list[dict[str, Any]]:
+    """The cluster's scheduler configs or compute quotas (summaries), Deleted ones left out."""
+    summaries = all_pages(client, operation, key,
+                          f"listing the {what} of HyperPod cluster {cluster_arn}",
+                          ClusterArn=cluster_arn)
     return [s for s in summaries if s.get("Status") != "Deleted"]
 
 
-def describe_scheduler_config(client: Any, config_id: str) -> dict[str, Any] | None:
-    answer: dict[str, Any] | None = unless_not_found(
-        lambda: client.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config_id),
-        f"describing scheduler config {config_id}",
-        _cluster_not_found,
-    )
-    return answer
+def list_scheduler_configs(client: Any, cluster_arn: str) -> list[dict[str, Any]]:
+    """The cluster's scheduler configs (summaries), newest first, Deleted ones left out."""
+    return _live(client, "list_cluster_scheduler_configs", "ClusterSchedulerConfigSummaries",
+                 "scheduler configs", cluster_arn)
 
 
 def list_compute_quotas(client: Any, cluster_arn: str) -> list[dict[str, Any]]:
-    summaries = all_pages(
-        client,
-        "list_compute_quotas",
-        "ComputeQuotaSummaries",
-        f"listing the compute quotas of HyperPod cluster {cluster_arn}",
-        ClusterArn=cluster_arn,
-    )
-    return [s for s in summaries if s.get("Status") != "Deleted"]
+    return _live(client, "list_compute_quotas", "ComputeQuotaSummaries", "compute quotas",
+                 cluster_arn)
+
+
+def _describe(call: Any, what: str) -> dict[str, Any] | None:
+    answer: dict[str, Any] | None = unless_not_found(call, f"describing {what}",
+                                                     _cluster_not_found)
+    return answer
+
+
+def describe_scheduler_config(client: Any, config_id: str) -> dict[str, Any] | None:
+    return _describe(
+        lambda: client.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config_id),
+        f"scheduler config {config_id}")
 
 
 def describe_compute_quota(client: Any, quota_id: str) -> dict[str, Any] | None:
-    answer: dict[str, Any] | None = unless_not_found(
-        lambda: client.describe_compute_quota(ComputeQuotaId=quota_id),
-        f"describing compute quota {quota_id}",
-        _cluster_not_found,
-    )
-    return answer
+    return _describe(lambda: client.describe_compute_quota(ComputeQuotaId=quota_id),
+                     f"compute quota {quota_id}")
 
 
 def governance_call(client: Any, operation: str, action: str, **params: Any) -> dict[str, Any]:

@@ -246,3 +246,12 @@ class TeamRequest(_Model):
         if twice:
             raise ValueError(f"resources lists {', '.join(twice)} more than once")
         return self
+
+
+class FeaturesInput(_Model):
+    """A set-features operation's input: the cluster and the request as sent."""
+
+    tag: str
+    request: FeaturesRequest
+    eks_name: str | None = Field(default=None, alias="eksName")
+    hyperpod_name: str | None = Field(default=None, alias="hyperPodName")

@@ -8,8 +8,7 @@ look again. A failure is `FeatureStepFailed`, naming the feature, the step and A
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +20,6 @@ from hypd.clusters.feature_request import FeaturesRequest
 from hypd.clusters.models import HYPD_TAG_KEY
 from hypd.create import addons as addons_mod
 from hypd.create.control_plane import read_eks_cluster
-from hypd.errors import PermanentError
 from hypd.features import plan, state
 from hypd.features.catalog import (
     FEATURES,
@@ -32,12 +30,11 @@ from hypd.features.catalog import (
     Feature,
     role_of,
 )
+from hypd.features.progress import CHECK_SECONDS, Progress, failed, step
 from hypd.features.roles import RoleContext, ensure_role, remove_role
 from hypd.features.state import FeatureClients, Snapshot
 
 PHASES = ("prerequisites", "addons", "verify", "cleanup")
-CHECK_SECONDS = 15
-"""How soon to look again at what is on its way (an add-on CREATING past its first look)."""
 DELETE_CHECK_SECONDS = 30
 """An add-on's or a scheduler config's deletion takes about half a minute."""
 HYPERPOD_UPDATE_FIRST_LOOK_SECONDS = 120
@@ -45,46 +42,6 @@ HYPERPOD_UPDATE_CHECK_SECONDS = 30
 """UpdateCluster's TieredStorageConfig takes minutes (the cluster is Updating meanwhile)."""
 VERIFY_GIVE_UP_SECONDS = 15 * 60
 """A controller not available this long after its add-on is ACTIVE fails the verify stage."""
-
-
-class FeatureStepFailed(PermanentError):
-    """A step of a feature failed: `details` has ``feature``, ``step`` and AWS's error."""
-
-    code = "FeatureStepFailed"
-
-
-@contextmanager
-def step(feature: str, name: str) -> Iterator[None]:
-    """Name the feature and the step in any permanent failure inside."""
-    try:
-        yield
-    except FeatureStepFailed:
-        raise
-    except PermanentError as exc:
-        raise FeatureStepFailed(
-            f"{feature}: {name}: {exc}",
-            details={**exc.details, "feature": feature, "step": name},
-        ) from exc
-
-
-def failed(feature: str, name: str, message: str, **details: Any) -> FeatureStepFailed:
-    return FeatureStepFailed(
-        f"{feature}: {name}: {message}", details={"feature": feature, "step": name, **details}
-    )
-
-
-@dataclass(frozen=True)
-class Progress:
-    done: bool
-    actions: list[str] = field(default_factory=list)
-    wait_seconds: int = CHECK_SECONDS
-
-    def result(self) -> dict[str, Any]:
-        return {
-            "ready": self.done,
-            "waitSeconds": 0 if self.done else self.wait_seconds,
-            "actions": self.actions,
-        }
 
 
 @dataclass

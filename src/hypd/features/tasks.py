@@ -11,10 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from hypd.clusters.create_request import ResolvedCreate
-from hypd.clusters.feature_request import FeaturesRequest
+from hypd.clusters.feature_request import FeaturesInput, FeaturesRequest
 from hypd.config import FeatureTaskSettings
 from hypd.create import control_plane
 from hypd.features import state, teams
@@ -35,16 +33,6 @@ from hypd.operations.store import OperationStore
 from hypd.tasks import TaskRouter
 
 router = TaskRouter()
-
-
-class FeaturesInput(BaseModel):
-    """A set-features operation's input: the cluster and the request as sent."""
-
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-    tag: str
-    request: FeaturesRequest
-    eks_name: str | None = Field(default=None, alias="eksName")
-    hyperpod_name: str | None = Field(default=None, alias="hyperPodName")
 
 
 @dataclass

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.clusters.feature_request import TeamRequest
 from hypd.clusters.models import HYPD_TAG_KEY
-from hypd.features.reconcile import CHECK_SECONDS, Progress, failed
+from hypd.features.progress import CHECK_SECONDS, Progress, failed
 
 SETTLED = ("Created", "Updated")
 
