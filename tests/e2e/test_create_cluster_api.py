@@ -43,7 +43,8 @@ def test_a_create_records_its_cluster_and_operation(cloud: Any, api: ApiClient) 
     # When a cluster is created
     accepted = api.post("/clusters", create_body())
     # Then 202 with a create-cluster operation
-    assert (accepted["status"], accepted["kind"]) == ("PENDING", "create-cluster")
+    assert accepted["kind"] == "create-cluster"
+    assert accepted["status"] in {"PENDING", "RUNNING"}  # the execution may have begun
     operation_id = accepted["operationId"]
     # And the cluster is there at once, CREATING by that operation
     cluster = api.get("/clusters/train")

@@ -102,7 +102,9 @@ async def test_the_create_conversation_runs_on_tools_alone(cloud: Any) -> None:
         zone, instance_type = await choose(session)
 
         accepted = await call(session, "cluster_create", **request("mcp", zone, instance_type))
-        assert (accepted["kind"], accepted["status"]) == ("create-cluster", "PENDING")
+        assert accepted["kind"] == "create-cluster"
+        # The execution may have begun before the 202 was written.
+        assert accepted["status"] in {"PENDING", "RUNNING"}
         operation_id = accepted["operationId"]
 
         operation, answers = await poll(session, operation_id)

@@ -32,7 +32,9 @@ async def test_features_and_a_team_run_on_tools_alone(cloud: Any, api: ApiClient
         # Send only what the user asked for: task governance on, with fair share.
         accepted = await call(session, "features_set", tag=TAG,
                               taskGovernance={"enabled": True, "fairShare": True})
-        assert (accepted["kind"], accepted["status"]) == ("set-features", "PENDING")
+        assert accepted["kind"] == "set-features"
+        # The execution may have begun before the 202 was written.
+        assert accepted["status"] in {"PENDING", "RUNNING"}
         done, _ = await poll(session, accepted["operationId"])
         assert done["status"] == "SUCCEEDED", done.get("error")
         after = await call(session, "features_get", tag=TAG)
