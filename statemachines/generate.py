@@ -891,6 +891,77 @@ def team_definition(states: States | None = None) -> dict[str, Any]:
     }
 
 
+def _workload_poll(states: States, stage: str, title: str, comment: str, wait_comment: str,
+                   then: str) -> None:
+    states.stage = stage
+    poll(
+        states,
+        first=title,
+        first_comment=comment,
+        first_task=f"workload-{stage}",
+        ready_choice=f"{title}: done?",
+        wait=f"{title}: wait",
+        wait_comment=wait_comment,
+        check=f"{title}: look again",
+        check_comment="Read the object's status again.",
+        check_task=f"workload-{stage}-check",
+        then=then,
+        resource=FEATURE_TASKS,
+    )
+
+
+def workload_definition(states: States | None = None) -> dict[str, Any]:
+    """submit-training-job (submit), deploy-endpoint (submit, deploy, register when a SageMaker
+    endpoint is named), delete-training-job and delete-endpoint (delete)."""
+    states = States() if states is None else states
+    start(states, {"submit": "Submit workload", "deploy": "Watch deployment",
+                   "register": "Watch registration", "delete": "Delete workload"})
+    states.stage = "submit"
+    states["Submit workload"] = task(
+        "Create the job's or the endpoint's custom resource.", "workload-submit",
+        "Deploys?", resource=FEATURE_TASKS)
+    states["Deploys?"] = {
+        "Type": "Choice",
+        "Comment": "An endpoint waits for its deployment; a job is submitted.",
+        "Choices": [{"Variable": "$.step.then", "StringEquals": "deploy",
+                     "Next": "Watch deployment"}],
+        "Default": "Record outcome",
+    }
+    _workload_poll(states, "deploy", "Watch deployment",
+                   "Read the operator's deployment status (DeploymentComplete ends the stage).",
+                   "The operator is downloading the model and starting its servers.",
+                   "Registers?")
+    states.stage = None
+    states["Registers?"] = {
+        "Type": "Choice",
+        "Comment": "A SageMaker endpoint was named: wait for it.",
+        "Choices": [{"Variable": "$.step.register", "BooleanEquals": True,
+                     "Next": "Watch registration"}],
+        "Default": "Record outcome",
+    }
+    _workload_poll(states, "register", "Watch registration",
+                   "Read the SageMaker endpoint's state in the object's status.",
+                   "SageMaker is creating the endpoint.", "Record outcome")
+    _workload_poll(states, "delete", "Delete workload",
+                   "Delete the object (foreground) and wait for it and its pods to go.",
+                   "The operator's finalizers and the pods' termination are running.",
+                   "Record outcome")
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Mark the operation SUCCEEDED with the workload as it is.",
+        resource=FEATURE_TASKS,
+        failed_error="WorkloadFailed",
+        tasks=("finish-workload", "fail-workload"),
+    )
+    return {
+        "Comment": "Submit, deploy or delete a training job or an inference endpoint through "
+        "the cluster's Kubernetes API (docs/workloads.md).",
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
 # ---------------------------------------------------------------------------- discover
 DISCOVER_TASK_TIMEOUT = 120
 """DiscoverFunction's own timeout: one task lists and describes every cluster of a kind."""
@@ -995,6 +1066,7 @@ MACHINES: dict[str, Any] = {
     "discover": lambda: discover_definition(),
     "set_features": lambda: set_features_definition(),
     "team": lambda: team_definition(),
+    "workload": lambda: workload_definition(),
 }
 """File stem -> definition of every state machine this script writes."""
 

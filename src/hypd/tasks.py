@@ -60,6 +60,22 @@ class TaskRouter:
     def names(self) -> list[str]:
         return sorted(self._tasks)
 
+    @classmethod
+    def union(cls, *routers: TaskRouter) -> TaskRouter:
+        """One router with the tasks of `routers` (one function serving several modules'
+        tasks with the same services).
+
+        Raises:
+            ValueError: two routers register the same task name.
+        """
+        merged = cls()
+        for router in routers:
+            for name, (model, fn) in router._tasks.items():
+                if name in merged._tasks:
+                    raise ValueError(f"task {name} is registered twice")
+                merged._tasks[name] = (model, fn)
+        return merged
+
     def dispatch(self, event: dict[str, Any], services: object) -> dict[str, Any]:
         """Run the task the event names: `fn(input, services)`.
 

@@ -92,6 +92,25 @@ ROUTES: dict[str, Route] = {
     "getTeam": Route("GET", "/clusters/{tag}/teams/{team}"),
     "setTeam": Route("PUT", "/clusters/{tag}/teams/{team}", has_body=True),
     "deleteTeam": Route("DELETE", "/clusters/{tag}/teams/{team}"),
+    "submitTrainingJob": Route("POST", "/clusters/{tag}/training-jobs", has_body=True),
+    "listTrainingJobs": Route("GET", "/clusters/{tag}/training-jobs"),
+    "getTrainingJob": Route("GET", "/clusters/{tag}/training-jobs/{name}", ("namespace",)),
+    "getTrainingJobLogs": Route(
+        "GET", "/clusters/{tag}/training-jobs/{name}/logs",
+        ("namespace", "pod", "container", "tail", "sinceSeconds"),
+    ),
+    "deleteTrainingJob": Route("DELETE", "/clusters/{tag}/training-jobs/{name}", ("namespace",)),
+    "deployInferenceEndpoint": Route("POST", "/clusters/{tag}/inference-endpoints",
+                                     has_body=True),
+    "listInferenceEndpoints": Route("GET", "/clusters/{tag}/inference-endpoints"),
+    "getInferenceEndpoint": Route("GET", "/clusters/{tag}/inference-endpoints/{name}",
+                                  ("namespace",)),
+    "invokeInferenceEndpoint": Route(
+        "POST", "/clusters/{tag}/inference-endpoints/{name}/invoke", ("namespace",),
+        has_body=True,
+    ),
+    "deleteInferenceEndpoint": Route("DELETE", "/clusters/{tag}/inference-endpoints/{name}",
+                                     ("namespace",)),
 }
 
 
@@ -489,6 +508,50 @@ class ApiClient:
 
     def delete_team(self, tag: str, team: str) -> dict[str, Any]:
         return self.call("deleteTeam", tag=tag, team=team)
+
+    # Workloads (docs/workloads.md): training jobs and inference endpoints. ``namespace``
+    # None looks the name up in every namespace.
+
+    def submit_training_job(self, tag: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("submitTrainingJob", tag=tag, body=body)
+
+    def list_training_jobs(self, tag: str) -> dict[str, Any]:
+        return self.call("listTrainingJobs", tag=tag)
+
+    def get_training_job(self, tag: str, name: str, namespace: str | None = None
+                         ) -> dict[str, Any]:
+        return self.call("getTrainingJob", tag=tag, name=name, namespace=namespace)
+
+    def get_training_job_logs(
+        self, tag: str, name: str, *, namespace: str | None = None, pod: str | None = None,
+        container: str | None = None, tail: int | None = None,
+        since_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        return self.call("getTrainingJobLogs", tag=tag, name=name, namespace=namespace,
+                         pod=pod, container=container, tail=tail, sinceSeconds=since_seconds)
+
+    def delete_training_job(self, tag: str, name: str, namespace: str | None = None
+                            ) -> dict[str, Any]:
+        return self.call("deleteTrainingJob", tag=tag, name=name, namespace=namespace)
+
+    def deploy_inference_endpoint(self, tag: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.call("deployInferenceEndpoint", tag=tag, body=body)
+
+    def list_inference_endpoints(self, tag: str) -> dict[str, Any]:
+        return self.call("listInferenceEndpoints", tag=tag)
+
+    def get_inference_endpoint(self, tag: str, name: str, namespace: str | None = None
+                               ) -> dict[str, Any]:
+        return self.call("getInferenceEndpoint", tag=tag, name=name, namespace=namespace)
+
+    def invoke_inference_endpoint(self, tag: str, name: str, body: dict[str, Any],
+                                  namespace: str | None = None) -> dict[str, Any]:
+        return self.call("invokeInferenceEndpoint", tag=tag, name=name, namespace=namespace,
+                         body=body)
+
+    def delete_inference_endpoint(self, tag: str, name: str, namespace: str | None = None
+                                  ) -> dict[str, Any]:
+        return self.call("deleteInferenceEndpoint", tag=tag, name=name, namespace=namespace)
 
 
 def started(response: Mapping[str, Any]) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -71,6 +72,16 @@ COMMANDS: dict[str, str] = {
     "teams get": "getTeam",
     "teams set": "setTeam",
     "teams delete": "deleteTeam",
+    "jobs submit": "submitTrainingJob",
+    "jobs list": "listTrainingJobs",
+    "jobs get": "getTrainingJob",
+    "jobs logs": "getTrainingJobLogs",
+    "jobs delete": "deleteTrainingJob",
+    "endpoints deploy": "deployInferenceEndpoint",
+    "endpoints list": "listInferenceEndpoints",
+    "endpoints get": "getInferenceEndpoint",
+    "endpoints invoke": "invokeInferenceEndpoint",
+    "endpoints delete": "deleteInferenceEndpoint",
     "ops list": "listOperations",
     "ops get": "getOperation",
     "ops watch": "getOperation",
@@ -256,6 +267,18 @@ def refused_with_hint(ctx: Context, exc: ApiError, hint: str) -> int:
     _error(ctx, describe_api_error(exc))
     _error(ctx, hint)
     return EXIT_FAILED
+
+
+def feature_off(ctx: Context, exc: ApiError) -> int:
+    """The API's 409 for a request that needs a managed feature which is off (details name
+    the feature), with the command that turns it on; any other error goes to the usual
+    reporting."""
+    feature = exc.details.get("feature")
+    if exc.status != 409 or not feature:
+        raise exc
+    command = ctx.command_line(f"features set {ctx.args.tag} --enable {feature} --wait")
+    title = re.sub(r"(?<!^)([A-Z])", r" \1", str(feature)).lower()
+    return refused_with_hint(ctx, exc, f"Turn {title} on first: {command}")
 
 
 def _error(ctx: Context, message: str) -> None:

@@ -22,6 +22,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.health",
     "hypd_cli.features",
     "hypd_cli.teams",
+    "hypd_cli.jobs",
+    "hypd_cli.endpoints",
     "hypd_cli.operations",
     "hypd_cli.catalog",
     "hypd_cli.mcp_command",

@@ -115,13 +115,15 @@ def _bind(
             raise ValueError(
                 f"tool {spec.name}: {spec.operation_id} takes {body_ref}, not {spec.body.__name__}"
             )
-        if any(p["in"] != "path" for p in parameters):
+        body_schema = spec.body.model_json_schema(by_alias=True)
+        clash = sorted(p["name"] for p in parameters if p["in"] == "query"
+                       and p["name"] in body_schema.get("properties", {}))
+        if clash:
             raise ValueError(
-                f"tool {spec.name}: an operation with a body takes path parameters only"
+                f"tool {spec.name}: query parameter(s) {', '.join(clash)} share a name with "
+                "the body's fields"
             )
-        input_schema = _with_path_parameters(
-            spec.body.model_json_schema(by_alias=True), parameters, components
-        )
+        input_schema = _with_parameters(body_schema, parameters, components)
     elif body_ref is not None:
         raise ValueError(f"tool {spec.name}: {spec.operation_id} takes a {body_ref} body")
     else:
@@ -190,14 +192,15 @@ def _parameters_schema(
     return _self_contained(result, components)
 
 
-def _with_path_parameters(
+def _with_parameters(
     body: dict[str, Any],
     parameters: Iterable[Mapping[str, Any]],
     components: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The body's schema with the operation's path parameters first among its properties, and
-    required. A body field named like a path parameter gives way to it: the PATCH body's
-    ``name`` can only restate the group's name, which the path gives."""
+    """The body's schema with the operation's path parameters (required) and query parameters
+    first among its properties. A body field named like a path parameter gives way to it: the
+    PATCH body's ``name`` can only restate the group's name, which the path gives. (A query
+    parameter may not share a body field's name: `_bind` refuses it.)"""
     path = _parameters_schema(parameters, components)
     if not path["properties"]:
         return body

@@ -155,10 +155,12 @@ class HypdTools:
         if tool.spec.waits:
             wait = _wait_seconds(arguments.pop("wait_seconds", 0), self.wait_seconds_max)
         if tool.spec.body is not None:
-            # The path parameters go to the path; the rest is the body, sent as given: the API
-            # validates it (400 naming the field).
-            path = {name: arguments.pop(name) for name in tool.path_params if name in arguments}
-            params = _parameters(tool, path)
+            # The path and query parameters go to the URL; the rest is the body, sent as
+            # given: the API validates it (400 naming the field).
+            named = {name: arguments.pop(name) for name in (*tool.path_params,
+                                                            *tool.query_params)
+                     if name in arguments}
+            params = _parameters(tool, named)
             return _result(await self._request(operation_id, params, body=arguments))
         params = _parameters(tool, arguments)
         result = await self._request(operation_id, params)

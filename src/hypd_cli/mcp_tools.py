@@ -35,6 +35,14 @@ from hypd.api.models import (
     TeamView,
     TrainingPlanList,
 )
+from hypd.api.workload_models import (
+    EndpointList,
+    EndpointView,
+    InvokeResult,
+    TrainingJobList,
+    TrainingJobLogs,
+    TrainingJobView,
+)
 from hypd.capacity.requests import (
     AddInstanceGroupRequest,
     AutoscalingRequest,
@@ -42,6 +50,7 @@ from hypd.capacity.requests import (
 )
 from hypd.clusters.create_request import CreateClusterRequest
 from hypd.clusters.feature_request import FeaturesRequest, TeamRequest
+from hypd.clusters.workload_request import EndpointRequest, InvokeRequest, TrainingJobRequest
 from hypd.health.policy import HealthPolicy
 
 WAIT_SECONDS_MAX = 300
@@ -426,6 +435,108 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "Removes the team's quota: its jobs lose their guaranteed capacity. " + CONFIRM
             + " " + POLL
         ),
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "training_job_submit",
+        "submitTrainingJob",
+        OperationAccepted,
+        body=TrainingJobRequest,
+        advice=(
+            "Before submitting, read the cluster's groups (instance_group_list: instanceType "
+            "must be one of their types and nodeCount must fit their counts, unless "
+            "autoscaling is on for one) and features_get (the training operator must be "
+            "ACTIVE; a 409 FeatureNotEnabled says it is off: turn it on with features_set "
+            "{\"trainingOperator\": {\"enabled\": true}} only if the user agrees). The shared "
+            "storage claim is hypd-shared (namespace default); team needs task governance "
+            "(team_list). Each refusal is a 4xx naming the field: fix that field, nothing was "
+            "submitted. " + POLL + " Then training_job_get until phase is Succeeded or Failed."
+        ),
+    ),
+    ToolSpec(
+        "training_job_list",
+        "listTrainingJobs",
+        TrainingJobList,
+        advice="Every HyperPodPyTorchJob of the cluster, whoever made it, with its phase.",
+    ),
+    ToolSpec(
+        "training_job_get",
+        "getTrainingJob",
+        TrainingJobView,
+        advice=(
+            "phase is Pending, Created, Running, Restarting, Succeeded or Failed (Deleting once "
+            "deleted). restarts counts restarts of the whole job; nodes lists every node a pod "
+            "of the job ran on, with the health faults recorded on it while the job ran: tell "
+            "the user which node failed and how it was repaired. Poll it (every minute or so) "
+            "until the phase is Succeeded or Failed when the user waits for the job."
+        ),
+    ),
+    ToolSpec(
+        "training_job_logs",
+        "getTrainingJobLogs",
+        TrainingJobLogs,
+        advice=(
+            "The first pod's logs (rank 0) unless pod names another (training_job_get lists "
+            "them); tail limits the lines (default 200). A 409 means the job has no pod yet."
+        ),
+    ),
+    ToolSpec(
+        "training_job_delete",
+        "deleteTrainingJob",
+        OperationAccepted,
+        advice="Stops the job and deletes its pods. " + CONFIRM + " " + POLL,
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "endpoint_deploy",
+        "deployInferenceEndpoint",
+        OperationAccepted,
+        body=EndpointRequest,
+        advice=(
+            "Give exactly one of jumpStart (modelId; acceptEula true only when the user "
+            "accepted the model's license) and model (a custom model: image, port and source "
+            "s3 or fsx). Read instance_group_list and features_get first: instanceType must be "
+            "one of the groups' types and replicas must fit; the inference operator must be "
+            "ACTIVE (409 FeatureNotEnabled otherwise). sageMakerEndpointName registers the "
+            "endpoint with SageMaker, which endpoint_invoke needs. Deploying takes minutes: "
+            + POLL
+        ),
+    ),
+    ToolSpec(
+        "endpoint_list",
+        "listInferenceEndpoints",
+        EndpointList,
+        advice="Every JumpStartModel and InferenceEndpointConfig with its state.",
+    ),
+    ToolSpec(
+        "endpoint_get",
+        "getInferenceEndpoint",
+        EndpointView,
+        advice=(
+            "ready is true once the deployment is complete; invoke is set once its SageMaker "
+            "endpoint exists (then endpoint_invoke works); message says why a deployment "
+            "failed."
+        ),
+    ),
+    ToolSpec(
+        "endpoint_invoke",
+        "invokeInferenceEndpoint",
+        InvokeResult,
+        body=InvokeRequest,
+        advice=(
+            "Sends body to the model (JSON by default; the model's input format, e.g. "
+            "{\"inputs\": \"...\", \"parameters\": {...}} for JumpStart text models). A 409 "
+            "means the endpoint is not registered with SageMaker or not ready yet; a 424 is "
+            "the model's own error."
+        ),
+    ),
+    ToolSpec(
+        "endpoint_delete",
+        "deleteInferenceEndpoint",
+        OperationAccepted,
+        advice="Removes the endpoint and its SageMaker endpoint. " + CONFIRM + " " + POLL,
         destructive=True,
         idempotent=True,
     ),

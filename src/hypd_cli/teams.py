@@ -21,7 +21,7 @@ from hypd_cli.cli import (
     UsageError,
     api_command,
     body_from_flags,
-    refused_with_hint,
+    feature_off,
 )
 from hypd_cli.operations import add_wait_flag, follow_accepted, follow_change
 from hypd_cli.output import DASH, key_values, print_json, print_table
@@ -192,7 +192,7 @@ def set_team(ctx: Context) -> int:
     try:
         response = ctx.client.set_team(tag, team, body)
     except ApiError as exc:
-        return governance_off(ctx, exc)
+        return feature_off(ctx, exc)
     return follow_change(
         ctx, response, f"Setting team {team} of cluster {tag}",
         lambda unchanged: f"team {team} of cluster {tag} already has this quota ("
@@ -205,14 +205,5 @@ def delete_team(ctx: Context) -> int:
     try:
         accepted = ctx.client.delete_team(tag, team)
     except ApiError as exc:
-        return governance_off(ctx, exc)
+        return feature_off(ctx, exc)
     return follow_accepted(ctx, accepted, f"Deleting team {team} of cluster {tag}")
-
-
-def governance_off(ctx: Context, exc: ApiError) -> int:
-    """The API's 409 for a cluster whose task governance is off, with the command that turns
-    it on; any other error goes to the usual reporting."""
-    if exc.status != 409 or exc.details.get("feature") != "taskGovernance":
-        raise exc
-    command = ctx.command_line(f"features set {ctx.args.tag} --enable taskGovernance --wait")
-    return refused_with_hint(ctx, exc, f"Turn task governance on first: {command}")

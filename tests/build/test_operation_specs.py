@@ -88,6 +88,7 @@ def _stages_generated(stem: str) -> set[str]:
         "discover": generate.discover_definition,
         "set_features": generate.set_features_definition,
         "team": generate.team_definition,
+        "workload": generate.workload_definition,
     }[stem]
     builder(states)
     return set(states.stage_of.values())

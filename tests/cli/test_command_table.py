@@ -14,8 +14,8 @@ from hypd_cli.main import build_parser
 
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
-API_GROUPS = {"clusters", "groups", "nodes", "autoscaling", "health", "features", "teams", "ops",
-              "catalog"}
+API_GROUPS = {"clusters", "groups", "nodes", "autoscaling", "health", "features", "teams", "jobs",
+              "endpoints", "ops", "catalog"}
 
 
 def document_operations() -> dict[str, dict[str, Any]]:

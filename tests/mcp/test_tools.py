@@ -65,10 +65,21 @@ TOOLS = {
     "team_get": "getTeam",
     "team_set": "setTeam",
     "team_delete": "deleteTeam",
+    "training_job_submit": "submitTrainingJob",
+    "training_job_list": "listTrainingJobs",
+    "training_job_get": "getTrainingJob",
+    "training_job_logs": "getTrainingJobLogs",
+    "training_job_delete": "deleteTrainingJob",
+    "endpoint_deploy": "deployInferenceEndpoint",
+    "endpoint_list": "listInferenceEndpoints",
+    "endpoint_get": "getInferenceEndpoint",
+    "endpoint_invoke": "invokeInferenceEndpoint",
+    "endpoint_delete": "deleteInferenceEndpoint",
 }
 DESTRUCTIVE = {"operation_cancel", "instance_group_update", "instance_group_delete",
                "node_reboot", "node_replace", "node_delete", "autoscaling_set",
-               "health_policy_set", "features_set", "team_set", "team_delete"}
+               "health_policy_set", "features_set", "team_set", "team_delete",
+               "training_job_delete", "endpoint_delete"}
 
 
 def committed_document() -> dict[str, Any]:

@@ -18,9 +18,9 @@ from hypd import errors
 from hypd.capacity.tasks import router as capacity_tasks_router
 from hypd.create.tasks import router as create_router
 from hypd.discovery.tasks import router as discover_router
-from hypd.features.tasks import router as feature_tasks_router
 from hypd.operations.tasks import router as operation_tasks_router
 from hypd.tasks import TaskRouter
+from hypd.wiring.features import router as feature_tasks_router
 from tests.unit.support import ROOT, load_template
 
 ASL_FILES = sorted((ROOT / "statemachines").glob("*.asl.json"))

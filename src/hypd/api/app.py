@@ -11,7 +11,16 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hypd import __version__
-from hypd.api import capacity, catalog, clusters, features, health, operations, teams
+from hypd.api import (
+    capacity,
+    catalog,
+    clusters,
+    features,
+    health,
+    operations,
+    teams,
+    workloads,
+)
 from hypd.api.context import Scope, serving
 from hypd.api.errors import ERROR_RESPONSES, register_error_handlers
 from hypd.api.models import (
@@ -51,6 +60,7 @@ def build_app(services: ApiServices) -> HypdApp:
     app.include_router(health.router)
     app.include_router(features.router)
     app.include_router(teams.router)
+    app.include_router(workloads.router)
     register_error_handlers(app)
     return app
 

@@ -136,12 +136,14 @@ def _request(
     query: Sequence[tuple[str, str]] = (),
     body: Any = None,
     content_type: str | None = None,
+    text: bool = False,
 ) -> _Response:
-    """One call through the client's transport (auth, TLS, token refresh), errors mapped."""
+    """One call through the client's transport (auth, TLS, token refresh), errors mapped;
+    `text`: a 2xx body is the text as sent (a pod's logs), not parsed as JSON."""
     import urllib3
     from kubernetes.client.exceptions import ApiException
 
-    headers = {"Accept": "application/json"}
+    headers = {"Accept": "text/plain, */*" if text else "application/json"}
     if content_type:
         headers["Content-Type"] = content_type
     try:
@@ -167,11 +169,13 @@ def _request(
             f"{method} {path}: cannot reach the Kubernetes API at {_describe_target(api)}: {exc}"
         ) from exc
     status = int(response.status)
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw or "")
+    decoded = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw or "")
+    if text and 200 <= status <= 299:
+        return _Response(status, decoded)
     try:
-        parsed: Any = json.loads(text) if text else None
+        parsed: Any = json.loads(decoded) if decoded else None
     except ValueError:
-        parsed = text
+        parsed = decoded
     if not 200 <= status <= 299:
         raise _error(status, parsed, method, path, api)
     return _Response(status, parsed)
@@ -436,14 +440,17 @@ def read_object(
 
 
 def delete_object(
-    api_client: ApiClient, api_version: str, kind: str, name: str, namespace: str | None = None
+    api_client: ApiClient, api_version: str, kind: str, name: str, namespace: str | None = None,
+    *, propagation: str | None = None,
 ) -> bool:
-    """Delete the object; False when it (or its kind) did not exist."""
+    """Delete the object; False when it (or its kind) did not exist. `propagation`:
+    ``Foreground`` (the object stays until its dependents are gone), ``Background``, ``Orphan``."""
     path = _object_path(Discovery(api_client), api_version, kind, name, namespace)
     if path is None:
         return False
+    query = [("propagationPolicy", propagation)] if propagation else []
     try:
-        _request(api_client, "DELETE", path)
+        _request(api_client, "DELETE", path, query=query)
     except KubernetesApplyRejected as exc:
         if exc.details.get("kubernetesStatus") == 404:
             return False
@@ -459,14 +466,18 @@ def not_ready(obj: Mapping[str, Any], kind: str) -> str | None:
 
 
 def list_objects(
-    api_client: ApiClient, api_version: str, kind: str, namespace: str | None = None
+    api_client: ApiClient, api_version: str, kind: str, namespace: str | None = None,
+    *, labels: str | None = None, fields: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every object of the kind (in `namespace`, or all); empty when the kind is not served."""
+    """Every object of the kind (in `namespace`, or all) that matches the label and field
+    selectors; empty when the kind is not served."""
     discovery = Discovery(api_client)
     rtype = discovery.resolve(api_version, kind)
     if rtype is None:
         return []
     path = rtype.path("", namespace if rtype.namespaced else None).rstrip("/")
-    body = _request(api_client, "GET", path).body
+    query = [(key, value) for key, value in (("labelSelector", labels),
+                                             ("fieldSelector", fields)) if value]
+    body = _request(api_client, "GET", path, query=query).body
     items = body.get("items") if isinstance(body, Mapping) else None
     return [dict(item) for item in items or [] if isinstance(item, Mapping)]

@@ -25,6 +25,9 @@ class Lock(StrEnum):
     """The account's discovery: one discover at a time."""
     CLUSTER = "cluster"
     """Its cluster (`cluster#{tag}`): a create and every capacity operation, one at a time."""
+    WORKLOAD = "workload"
+    """One workload of a cluster (`workload#{tag}#{namespace}/{name}`): a job or an endpoint
+    changes while its cluster scales, one operation at a time per workload."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,14 @@ SPECS: Mapping[OperationKind, OperationSpec] = {
         OperationSpec(K.SET_TEAM, ("quota",), "TeamStateMachine", Lock.CLUSTER, resumes=True),
         OperationSpec(K.DELETE_TEAM, ("quota",), "TeamStateMachine", Lock.CLUSTER,
                       resumes=True),
+        OperationSpec(K.SUBMIT_TRAINING_JOB, ("submit",), "WorkloadStateMachine",
+                      Lock.WORKLOAD, resumes=True),
+        OperationSpec(K.DELETE_TRAINING_JOB, ("delete",), "WorkloadStateMachine",
+                      Lock.WORKLOAD, resumes=True),
+        OperationSpec(K.DEPLOY_ENDPOINT, ("submit", "deploy", "register"),
+                      "WorkloadStateMachine", Lock.WORKLOAD, resumes=True),
+        OperationSpec(K.DELETE_ENDPOINT, ("delete",), "WorkloadStateMachine", Lock.WORKLOAD,
+                      resumes=True),
     )
 }
 del K
@@ -102,17 +113,23 @@ def spec_of(kind: OperationKind) -> OperationSpec:
     return SPECS[kind]
 
 
-def lock_scope(kind: OperationKind, cluster_tag: str | None = None) -> str:
-    """The lock an operation of `kind` takes (on cluster `cluster_tag` for a cluster's lock).
+def lock_scope(kind: OperationKind, cluster_tag: str | None = None,
+               workload: str | None = None) -> str:
+    """The lock an operation of `kind` takes (on cluster `cluster_tag` for a cluster's lock;
+    on `workload`, ``{namespace}/{name}``, of that cluster for a workload's).
 
     Raises:
-        ValueError: the kind locks its cluster and no tag is given.
+        ValueError: the kind locks its cluster (or a workload) and no tag (or workload) is given.
     """
     lock = SPECS[kind].lock
     if lock is Lock.DISCOVER:
         return Lock.DISCOVER.value
     if not cluster_tag:
         raise ValueError(f"a {kind.value} operation locks its cluster: a cluster tag is needed")
+    if lock is Lock.WORKLOAD:
+        if not workload:
+            raise ValueError(f"a {kind.value} operation locks its workload: name it")
+        return f"{Lock.WORKLOAD.value}#{cluster_tag}#{workload}"
     return cluster_lock(cluster_tag)
 
 

@@ -64,6 +64,10 @@ class OperationKind(StrEnum):
     SET_FEATURES = "set-features"
     SET_TEAM = "set-team"
     DELETE_TEAM = "delete-team"
+    SUBMIT_TRAINING_JOB = "submit-training-job"
+    DELETE_TRAINING_JOB = "delete-training-job"
+    DEPLOY_ENDPOINT = "deploy-endpoint"
+    DELETE_ENDPOINT = "delete-endpoint"
 
 
 class _Model(BaseModel):

@@ -41,16 +41,21 @@ def new_operation(
     input: BaseModel | Mapping[str, Any] | None,
     *,
     cluster_tag: str | None = None,
+    workload: str | None = None,
 ) -> Operation:
-    """A new (not yet recorded) operation of `kind`: its stages and lock from its spec, its
-    input as the operation records it (camelCase JSON)."""
+    """A new (not yet recorded) operation of `kind`: its stages and lock from its spec (a
+    workload's kinds lock `workload`, ``{namespace}/{name}``), its input as the operation
+    records it (camelCase JSON)."""
     recorded = (
         input.model_dump(mode="json", by_alias=True, exclude_none=True)
         if isinstance(input, BaseModel)
         else dict(input or {})
     )
     return lifecycle.new_operation(
-        kind, cluster_tag=cluster_tag, input=recorded, lock_scope=lock_scope(kind, cluster_tag)
+        kind,
+        cluster_tag=cluster_tag,
+        input=recorded,
+        lock_scope=lock_scope(kind, cluster_tag, workload),
     )
 
 

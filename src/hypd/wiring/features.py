@@ -1,13 +1,19 @@
-"""The feature tasks function's services (see hypd.wiring)."""
+"""The feature tasks function's services and tasks (see hypd.wiring)."""
 
 from __future__ import annotations
 
 from hypd.aws.clients import regional_clients
 from hypd.config import FeatureTaskSettings
 from hypd.features.tasks import FeatureServices
+from hypd.features.tasks import router as feature_tasks
 from hypd.operations.locks import LockStore
 from hypd.operations.store import OperationStore
+from hypd.tasks import TaskRouter
 from hypd.wiring import table
+from hypd.workloads.tasks import router as workload_tasks
+
+router = TaskRouter.union(feature_tasks, workload_tasks)
+"""Every task FeatureTasksFunction runs: the set-features, team and workload machines'."""
 
 
 def services(settings: FeatureTaskSettings) -> FeatureServices:

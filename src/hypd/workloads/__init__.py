@@ -1,0 +1,2 @@
+"""Training jobs and inference endpoints through the cluster's Kubernetes API
+(docs/workloads.md)."""
