@@ -13,7 +13,7 @@ current one True):
 - ``DeploymentInProgress``: ``spec.replicas`` (default 1) pods ``<name>-<i>`` on nodes of
   ``spec.server.instanceType`` / ``spec.instanceType`` (the scheduler of `emulation_pods`);
   while some cannot be placed the message says so, and past ``spec.maxDeployTimeInSeconds``
-  (default 3600) from creation it is ``DeploymentFailed``;
+  (default 3600) from creation it is ``DeploymentFailed`` (its pods deleted);
 - ``DeploymentComplete`` the deploy time (`emulation_behave`, 120 s by default) after every
   pod runs; ``deploymentStatus.status {replicas, readyReplicas, availableReplicas,
   updatedReplicas}`` counts the pods. A pod whose node fails is made again elsewhere.
@@ -209,6 +209,7 @@ class InferenceOperatorSync:
         meta = obj["metadata"]
         deadline = progress.created + timedelta(seconds=spec.max_seconds)
         if progress.complete_at is None and view.now >= deadline:
+            view.delete_pods(view.pods_labelled(meta["namespace"], ENDPOINT_LABEL, meta["name"]))
             self._write(view, rtype, obj, "DeploymentFailed",
                         f"The deployment did not complete within {spec.max_seconds:g} seconds "
                         f"(spec.maxDeployTimeInSeconds): {ready}/{spec.replicas} replicas "

@@ -568,6 +568,26 @@ def test_an_endpoint_without_nodes_of_its_type_waits_then_fails_at_its_deadline(
     assert state(failed) == "DeploymentFailed"
     assert failed is not None
     assert "600 seconds" in failed["status"]["deploymentStatus"]["message"]
+    assert cloud.pods("inference.sagemaker.aws.amazon.com/endpoint-name=custom") == []
+
+
+def test_an_endpoint_pod_on_a_failed_node_is_made_again_elsewhere(cloud: OperatorCloud) -> None:
+    cloud.join("hyperpod-i-a")
+    cloud.join("hyperpod-i-b")
+    cloud.emulation.workloads.behave("default", "small", seconds=0)
+    cloud.create(JUMPSTART, jumpstart("small", "huggingface-llm-qwen2-7b"))
+    for seconds in (0, 5):
+        cloud.advance(seconds)
+    label = "inference.sagemaker.aws.amazon.com/endpoint-name=small"
+    assert state(cloud.get(JUMPSTART, "small")) == "DeploymentComplete"
+    assert nodes_of(cloud.pods(label)) == ["hyperpod-i-a"]
+
+    cloud.server().update_node("hyperpod-i-a", labels={HEALTH: "UnschedulablePendingReboot"})
+    cloud.advance(1)
+    assert nodes_of(cloud.pods(label)) == ["hyperpod-i-b"]
+    complete = cloud.get(JUMPSTART, "small")
+    assert complete is not None
+    assert complete["status"]["deploymentStatus"]["status"]["readyReplicas"] == 1
 
 
 def test_emulation_without_a_kubernetes_api_has_no_workload_due() -> None:
