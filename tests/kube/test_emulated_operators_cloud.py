@@ -1,5 +1,7 @@
-"""The SageMaker endpoints the emulated inference operator registers, end to end on a local
-cloud: boto3's ``sagemaker`` (DescribeEndpoint, ListEndpoints) and ``sagemaker-runtime``
+"""The emulated operators end to end on a local cloud: a training job restarted when HyperPod
+marks its node unhealthy (the ``/_local/faults/hyperpod/node-unhealthy`` route) and running
+again after the reboot; the SageMaker endpoints the inference operator registers, through
+boto3's ``sagemaker`` (DescribeEndpoint, ListEndpoints) and ``sagemaker-runtime``
 (InvokeEndpoint, which signs as ``sagemaker`` too), authorised as IAM would for an issued
 principal, and the ``/_local/faults/workloads/behave`` route over HTTP.
 
@@ -18,10 +20,18 @@ from botocore.exceptions import ClientError
 from hypd_local import LocalCloud
 from hypd_local.clock import VirtualClock
 from hypd_local.emulation import Emulation
-from tests.emulator.test_eks import INFERENCE_CONFIG
+from tests.emulator.test_eks import INFERENCE_CONFIG, TRAINING
 from tests.kube.test_addon_workloads import D
+from tests.kube.test_emulated_operators import job, job_phase
 from tests.local_cloud.conftest import FIXTURE_TEMPLATE
-from tests.local_cloud.test_emulation import active_eks, unique
+from tests.local_cloud.test_emulation import (
+    active_eks,
+    create_hyperpod,
+    group_spec,
+    nodes,
+    unique,
+    wait_for_hyperpod,
+)
 from tests.local_cloud.test_features_cloud import session_with
 
 INFERENCE = "amazon-sagemaker-hyperpod-inference"
@@ -146,3 +156,54 @@ def test_invoking_needs_sagemaker_invoke_endpoint_on_the_endpoint(cloud: LocalCl
     code, message, status = error(denied)
     assert (code, status) == ("AccessDeniedException", 403)
     assert f"sagemaker:InvokeEndpoint on resource: {arn}" in message
+
+
+def test_a_node_hyperpod_marks_unhealthy_restarts_the_job_until_it_is_rebooted(
+    cloud: LocalCloud,
+) -> None:
+    cluster, network = active_eks(cloud, unique("training"))
+    eks = cloud.client("eks")
+    for addon in ("cert-manager", "eks-pod-identity-agent"):
+        eks.create_addon(clusterName=cluster["name"], addonName=addon)
+    advance(cloud, D.addon_create)
+    eks.create_addon(clusterName=cluster["name"], addonName=TRAINING)
+    advance(cloud, D.addon_create)
+    hyperpod = unique("hp")
+    create_hyperpod(cloud, hyperpod, cluster["arn"], network,
+                    [group_spec(cloud, "workers", "ml.g5.8xlarge", 2)])
+    wait_for_hyperpod(cloud, hyperpod, "InService")
+    advance(cloud, 0)
+    kube = emulation(cloud).kube
+    assert kube is not None
+    server = kube.get(cluster["name"])
+    assert server is not None
+    jobs = server.store.find_type("sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs")
+    assert jobs is not None
+
+    def current() -> dict[str, Any]:
+        return server.store.get(jobs, "default", "fsdp")
+
+    server.store.create(jobs, "default", job("fsdp", "sleep 3600", retries=1), "kubectl")
+    advance(cloud, 0)
+    assert job_phase(current()) == "Running"
+    pods = server.store.builtin_type("", "pods")
+    on = server.store.get(pods, "default", "fsdp-pod-0")["spec"]["nodeName"]
+    node_id = on.removeprefix("hyperpod-")
+    assert node_id in {n["InstanceId"] for n in nodes(cloud, hyperpod)}
+
+    marked = requests.post(f"{cloud.local_url}/_local/faults/hyperpod/node-unhealthy", json={
+        "clusterName": hyperpod, "nodeId": node_id, "action": "Reboot", "repair": True},
+        timeout=30)
+    assert marked.status_code == 201
+    advance(cloud, 0)
+    restarting = current()
+    assert restarting["status"]["restartCount"] == 1
+    assert job_phase(restarting) == "Restarting"  # one healthy node for two pods
+    assert on in restarting["status"]["conditions"][-1]["message"]
+
+    for _ in range(20):  # HyperPod reboots the node (a few virtual minutes)
+        if job_phase(current()) == "Running":
+            break
+        advance(cloud, 60)
+    assert job_phase(current()) == "Running"
+    assert current()["status"]["restartCount"] == 1
