@@ -1,8 +1,9 @@
 """The Kubernetes side of the emulators: an ACTIVE EKS cluster's API server, HyperPod's nodes
 joining, changing and leaving it with their instance group's labels and taints, managed
 Karpenter's CRDs and status, the objects of EKS add-ons (`emulation_workloads`), the teams of
-task governance's compute quotas (`emulation_teams`), and the emulators' state read as their own
-clients would."""
+task governance's compute quotas (`emulation_teams`), the workloads of the training and
+inference operators (`emulation_operators`, `emulation_endpoints`), and the emulators' state
+read as their own clients would."""
 
 from __future__ import annotations
 

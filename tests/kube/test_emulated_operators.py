@@ -425,6 +425,9 @@ def test_pod_logs_through_the_api_and_kubectl(cloud: OperatorCloud, principals: 
         "exited with code 0\n")
     assert "container nope is not valid for pod talk-pod-0" in kubectl.fails(
         "logs", "talk-pod-0", "-c", "nope")
+    listed = kubectl.run("get", "pods", "-l", "HPJob=talk", "-o", "wide").splitlines()
+    assert listed[1].split()[:4] == ["talk-pod-0", "0/1", "Completed", "0"]
+    assert "hyperpod-i-a" in listed[1]
 
 
 def test_behave_logs_are_spread_over_the_run(cloud: OperatorCloud) -> None:
