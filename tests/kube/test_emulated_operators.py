@@ -14,19 +14,23 @@ import json
 import ssl
 import urllib.parse
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hypd_local.clock import VirtualClock
 from hypd_local.emulation import Emulation, _WallClock
 from hypd_local.emulation_behave import ModelError
 from hypd_local.emulation_endpoints import FINALIZER
 from hypd_local.emulation_workloads import find_object
 from hypd_local.emulator.eks_catalog import access_policy_arn
+from hypd_local.emulator.eks_workloads import WORKLOADS
 from hypd_local.emulator.errors import AwsError
 from hypd_local.kube import CLUSTER_ADMIN, VIEW, KubeApiRegistry, KubeApiServer
+from hypd_local.kube.errors import KubeError
+from hypd_local.kube.logs import PodLogs, log_text
 from hypd_local.kube.resources import ResourceType
 from tests.emulator.test_eks import INFERENCE_CONFIG, TRAINING
 from tests.kube.conftest import Principals, eks_token
@@ -336,7 +340,6 @@ def test_a_job_is_untouched_without_the_operator_and_its_pods_go_with_it(
     cloud.eks.delete_addon({"clusterName": "ml", "addonName": TRAINING})
     cloud.advance(D.addon_delete)
     # the CRD applied by hand (as a Helm chart would), no operator
-    from hypd_local.emulator.eks_workloads import WORKLOADS
     cloud.server().ensure_crds([c.manifest() for c in WORKLOADS[TRAINING].crds], "helm")
     cloud.create(JOBS, job("idle", "sleep 10", replicas=1))
     cloud.advance(60)
@@ -594,7 +597,30 @@ def test_an_endpoint_pod_on_a_failed_node_is_made_again_elsewhere(cloud: Operato
 
 
 def test_emulation_without_a_kubernetes_api_has_no_workload_due() -> None:
-    from hypd_local.clock import VirtualClock
     emulation = Emulation(clock=VirtualClock(ticking=False), emit=lambda *_a, **_k: None,
                           account_id="123456789012", region="us-west-2")
     assert emulation.next_due() is None
+
+
+def test_log_answers_follow_the_api_server_s_checks() -> None:
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    logs = PodLogs()
+    pod: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {
+        "containers": [{"name": "a"}, {"name": "b"}]}}
+    assert log_text(logs, pod, {"container": "a"}, now) == ""  # not on a node: no lines
+    pod["spec"]["nodeName"] = "n"
+    with pytest.raises(KubeError) as which:
+        log_text(logs, pod, {}, now)
+    assert which.value.message == (
+        "a container name must be specified for pod p, choose one of: [a b]")
+    logs.write("ns", "p", "a", [(now, "first"), (now + timedelta(seconds=5), "later")])
+    assert log_text(logs, pod, {"container": "a"}, now) == "first\n"  # not yet written
+    assert log_text(logs, pod, {"container": "a", "limitBytes": "3"}, now) == "fir"
+    with pytest.raises(KubeError) as previous:
+        log_text(logs, pod, {"container": "a", "previous": "true"}, now)
+    assert previous.value.message == 'previous terminated container "a" in pod "p" not found'
+    logs.restart("ns", "p", "a")
+    assert log_text(logs, pod, {"container": "a", "previous": "true"},
+                    now + timedelta(seconds=5)) == "first\nlater\n"
+    with pytest.raises(KubeError):
+        log_text(logs, pod, {"container": "a", "tailLines": "-1"}, now)
