@@ -14,7 +14,9 @@ them consistent as virtual time passes:
   `kube.karpenter` controller keeps up to date (`emulation_kube`), the EKS add-ons' CRDs,
   namespaces, controller Deployments and CSIDriver objects come and go with the add-ons
   (`emulation_workloads`), and the team of each Created compute quota gets its namespace and
-  Kueue queues (`emulation_teams`);
+  Kueue queues (`emulation_teams`), and the training and inference operators run their
+  add-ons' workloads (`emulation_operators`, `emulation_endpoints`: pods, status, events,
+  logs, SageMaker endpoints), as `workloads` (the behave registry) says they behave;
 * ``/_local/faults/...`` routes reach the emulators' own fault hooks (`emulation_admin`).
 """
 
@@ -30,11 +32,18 @@ from typing import Any, Protocol, cast
 from hypd_local import emulation_admin
 from hypd_local.clock import VirtualClock
 from hypd_local.emulation_admin import AdminHandler
+from hypd_local.emulation_behave import Workloads
 from hypd_local.emulation_kube import GroupConfig, KubernetesSync
 from hypd_local.emulator.eks import EksEmulator
 from hypd_local.emulator.faults import Faults
 from hypd_local.emulator.hyperpod import Catalog, HyperPodEmulator
-from hypd_local.emulator.middleware import EmulatorMiddleware
+from hypd_local.emulator.middleware import EmulatorMiddleware, Emulators
+from hypd_local.emulator.sagemaker_endpoints import (
+    Answer,
+    Endpoint,
+    SageMakerEndpoints,
+    SageMakerRuntime,
+)
 from hypd_local.iam.enforce import Enforcer, current_caller
 from hypd_local.iam.principals import Directory
 from hypd_local.iam.world import World
@@ -130,6 +139,8 @@ class Emulation(KubernetesSync):
             addon_lookup=self._addon_status,
             caller_arn=self._caller_arn,
         )
+        self.workloads = Workloads()
+        self.endpoints = SageMakerEndpoints(clock, account_id, region, answers=self._answer)
         self.enforcer = Enforcer(
             account_id=account_id, region=region, directory=self.directory,
             world=World(account_id, region, self.directory, eks=self.eks,
@@ -143,6 +154,10 @@ class Emulation(KubernetesSync):
         self._teams: dict[str, dict[str, set[str]]] = {}
         # EKS cluster -> add-on -> the namespace of its Kubernetes objects
         self._addon_namespaces: dict[str, dict[str, str]] = {}
+        # the emulated operators' memory: job uid -> its run, inference object uid -> steps
+        self._attempts: dict[str, Any] = {}
+        self._progress: dict[str, Any] = {}
+        self._workload_due: datetime | None = None
         self._tick_lock = threading.Lock()
         self._schedule_lock = threading.Lock()
         self._last_due: datetime | None = None
@@ -155,7 +170,8 @@ class Emulation(KubernetesSync):
     def wrap(self, app: Any) -> EmulatorMiddleware:
         return EmulatorMiddleware(
             app,
-            emulators={"sagemaker": self.hyperpod, "eks": self.eks},
+            emulators={"sagemaker": Emulators(self.hyperpod, self.endpoints),
+                       "sagemaker-runtime": SageMakerRuntime(self.endpoints), "eks": self.eks},
             faults=self.faults,
             region=self.region,
             account_id=self.account_id,
@@ -169,6 +185,13 @@ class Emulation(KubernetesSync):
         caller = current_caller()
         return caller.caller_arn if caller is not None else (
             f"arn:aws:iam::{self.account_id}:user/moto")
+
+    def _answer(self, endpoint: Endpoint) -> Answer:
+        """What a test set for the endpoint's object (`Workloads.behave`)."""
+        behaviour = self.workloads.of(*endpoint.owner)
+        error = behaviour.model_error
+        return Answer(behaviour.response,
+                      (error.status, error.message) if error is not None else None)
 
     def start(self, sts_endpoint: str) -> None:
         # Clients sign tokens with the real time: their age is judged on the wall clock.
@@ -194,6 +217,9 @@ class Emulation(KubernetesSync):
         self._joined.clear()
         self._teams.clear()
         self._addon_namespaces.clear()
+        self._attempts.clear()
+        self._progress.clear()
+        self._workload_due = None
 
     def _tick_forever(self) -> None:
         # The clock also moves with real time; this makes events of a server left alone come due.
@@ -222,8 +248,13 @@ class Emulation(KubernetesSync):
         self.check_schedule()
 
     def next_due(self) -> datetime | None:
-        """The earliest scheduled change of either emulator strictly after now, or None."""
-        times = [t for t in (self.eks.next_due(), self.hyperpod.next_due()) if t is not None]
+        """The earliest scheduled change of either emulator, or of a workload the emulated
+        operators run (a job's end, an endpoint's next step), strictly after now, or None."""
+        workload = self._workload_due
+        if workload is not None and workload <= self.clock.now():
+            workload = None
+        times = [t for t in (self.eks.next_due(), self.hyperpod.next_due(), workload)
+                 if t is not None]
         return min(times, default=None)
 
     def check_schedule(self) -> None:

@@ -1,12 +1,14 @@
 """``/_local/faults/...``: the emulators' own fault hooks over HTTP (a HyperPod creation or
 AutoScaling that fails, an unhealthy node, a capacity shortage, EKS creations that fail or
-stall, add-ons that stall or degrade), with the body checks every route shares."""
+stall, add-ons that stall or degrade, how an emulated workload behaves), with the body checks
+every route shares."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from hypd_local.emulation_behave import ModelError
 from hypd_local.emulator.eks import ADDON_ISSUE_CODES
 from hypd_local.emulator.errors import AwsError
 from hypd_local.emulator.hyperpod import AUTOSCALING_FAILS
@@ -143,6 +145,27 @@ def admin_routes(emulation: Emulation) -> dict[tuple[str, str], AdminHandler]:
             "issueCode": code,
         }
 
+    def workloads_behave(body: Any) -> tuple[int, Any]:
+        fields = _fields(
+            body,
+            required={"namespace": str, "name": str},
+            optional={"clusterName": str, "seconds": _NUMBER, "exitCode": int, "logs": list,
+                      "response": str, "modelError": dict},
+        )
+        logs = fields.get("logs")
+        if logs is not None and not all(isinstance(line, str) for line in logs):
+            raise _BadField("logs", "must be a list of strings")
+        error = fields.get("modelError")
+        if error is not None:
+            error = _fields(error, required={"status": int, "message": str})
+        emulation.workloads.behave(
+            fields["namespace"], fields["name"], seconds=fields.get("seconds"),
+            exit_code=fields.get("exitCode"), logs=logs, response=fields.get("response"),
+            model_error=ModelError(error["status"], error["message"]) if error else None,
+            cluster=fields.get("clusterName"))
+        emulation.tick()
+        return 201, {"injected": "workloads/behave", **fields}
+
     handlers: dict[str, AdminHandler] = {
         "hyperpod/create-fails": next_fails(
             "hyperpod/create-fails", emulation.hyperpod.fail_next_create,
@@ -157,6 +180,7 @@ def admin_routes(emulation: Emulation) -> dict[tuple[str, str], AdminHandler]:
         "eks/unsupported-zones": eks_unsupported_zones,
         "eks/addon-stalls": eks_addon_stalls,
         "eks/addon-degraded": eks_addon_degraded,
+        "workloads/behave": workloads_behave,
     }
     return {
         ("POST", f"/_local/faults/{path}"): _guarded(handler)
@@ -169,13 +193,16 @@ class _BadField(ValueError):
         super().__init__(f"{name}: {problem}")
 
 
-_TYPE_NAMES = {str: "a string", bool: "a boolean"}
+_NUMBER = (int, float)
+
+_TYPE_NAMES: dict[Any, str] = {str: "a string", bool: "a boolean", _NUMBER: "a number",
+                               int: "an integer", list: "a list", dict: "an object"}
 
 
 def _fields(
     body: Any,
-    required: Mapping[str, type] | None = None,
-    optional: Mapping[str, type] | None = None,
+    required: Mapping[str, Any] | None = None,
+    optional: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The body's fields, checked: an object, required fields present, types right, no others."""
     required = dict(required or {})
@@ -195,10 +222,11 @@ def _fields(
             if name in required:
                 raise _BadField(name, "is required")
             continue
-        if not isinstance(value, kind) or (kind is str and not value):
+        if (not isinstance(value, kind) or (kind is str and not value)
+                or (kind is not bool and isinstance(value, bool))):
             raise _BadField(
                 name,
-                f"must be {_TYPE_NAMES.get(kind, kind.__name__)}"
+                f"must be {_TYPE_NAMES.get(kind) or kind.__name__}"
                 + (" (not empty)" if kind is str else ""),
             )
         out[name] = value

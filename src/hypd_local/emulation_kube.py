@@ -1,15 +1,24 @@
 """The Kubernetes side of the emulators: an ACTIVE EKS cluster's API server, HyperPod's nodes
 joining, changing and leaving it with their instance group's labels and taints, managed
 Karpenter's CRDs and status, the objects of EKS add-ons (`emulation_workloads`), the teams of
-task governance's compute quotas (`emulation_teams`), and the emulators' state read as their own
-clients would."""
+task governance's compute quotas (`emulation_teams`), the workloads of the training and
+inference operators (`emulation_operators`, `emulation_endpoints`), and the emulators' state
+read as their own clients would."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from hypd_local.emulation_endpoints import INFERENCE_ADDON, InferenceOperatorSync
+from hypd_local.emulation_operators import (
+    TRAINING_ADDON,
+    TrainingOperatorSync,
+    operator_available,
+)
+from hypd_local.emulation_pods import Cluster
 from hypd_local.emulation_teams import TeamSync
 from hypd_local.emulation_workloads import AddonWorkloadSync
 from hypd_local.emulator.eks import EksEmulator
@@ -90,7 +99,7 @@ def iam_user_arn(caller_arn: str) -> str:
     return caller_arn
 
 
-class KubernetesSync(TeamSync, AddonWorkloadSync):
+class KubernetesSync(TeamSync, AddonWorkloadSync, TrainingOperatorSync, InferenceOperatorSync):
     """Keeps each EKS cluster's Kubernetes API in line with the emulators (`Emulation.tick`)."""
 
     region: str
@@ -99,6 +108,7 @@ class KubernetesSync(TeamSync, AddonWorkloadSync):
     hyperpod: HyperPodEmulator
     directory: Directory
     _joined: dict[str, dict[str, GroupConfig]]
+    _workload_due: datetime | None
 
     def _sync_kubernetes(self, kube: KubeApiRegistry) -> None:
         active: set[str] = set()
@@ -125,6 +135,32 @@ class KubernetesSync(TeamSync, AddonWorkloadSync):
         self._sync_nodes(kube, active, described)
         self._sync_karpenter(kube, active, described)
         self._sync_teams(kube, active, {c["ClusterArn"]: _eks_name(c) for c in described})
+        self._sync_operators(kube, active)
+
+    def _sync_operators(self, kube: KubeApiRegistry, active: set[str]) -> None:
+        """The emulated operators of each cluster whose add-on runs (`emulation_operators`,
+        `emulation_endpoints`), after the garbage collector; what they do next is due at
+        `_workload_due`."""
+        now = self.clock.now()
+        seen: set[str] = set()
+        due: list[datetime] = []
+        for name in sorted(active):
+            server = kube.get(name)
+            if server is None:
+                continue
+            view = Cluster(server, now)
+            view.collect_orphans()
+            placed = self._addon_namespaces.get(name, {})
+            for sync, addon in ((self._sync_jobs, TRAINING_ADDON),
+                                (self._sync_inference, INFERENCE_ADDON)):
+                running = addon in placed and operator_available(view, addon, placed[addon])
+                uids, times = sync(view, name, running)
+                seen |= uids
+                due += times
+        for memory in (self._attempts, self._progress):
+            for gone in set(memory) - seen:
+                del memory[gone]
+        self._workload_due = min(due, default=None)
 
     def _sync_nodes(
         self, kube: KubeApiRegistry, active: set[str], described: list[dict[str, Any]]

@@ -3,7 +3,9 @@
 For each request it finds the service (json services such as SageMaker: ``X-Amz-Target:
 <targetPrefix>.<Op>``; every other protocol: the SigV4 credential scope
 ``.../<region>/<signing name>/aws4_request`` in the ``Authorization`` header or
-``X-Amz-Credential`` query parameter, else the Host ``<endpointPrefix>.<region>.amazonaws.com``)
+``X-Amz-Credential`` query parameter, else the Host ``<endpointPrefix>.<region>.amazonaws.com``;
+SageMaker Runtime signs as ``sagemaker`` too: a ``sagemaker`` request without a target is
+SageMaker Runtime's, rest-json ``POST /endpoints/{EndpointName}/invocations``)
 and the operation (the protocol layer: the target, the method and path for rest-json / rest-xml,
 ``Action=`` in the query string or form body for query / ec2). Then:
 
@@ -63,8 +65,9 @@ _QUERY_SCOPE = re.compile(r"^[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request$")
 
 # The services the control plane calls (faults can be injected into each of them, and their
 # requests are authorised).
-DEFAULT_SERVICES = ("sagemaker", "eks", "cloudformation", "ec2", "s3", "sts", "iam", "dynamodb",
-                    "stepfunctions", "fsx", "lambda", "sns", "sqs", "events", "logs", "amp")
+DEFAULT_SERVICES = ("sagemaker", "sagemaker-runtime", "eks", "cloudformation", "ec2", "s3", "sts",
+                    "iam", "dynamodb", "stepfunctions", "fsx", "lambda", "sns", "sqs", "events",
+                    "logs", "amp")
 # Services whose own checks (roles handed to them, service-linked roles) the enforcer runs.
 _CHECKED_SERVICES = frozenset({"eks", "sagemaker", "fsx", "cloudformation"})
 
@@ -73,6 +76,21 @@ _CHECKED_SERVICES = frozenset({"eks", "sagemaker", "fsx", "cloudformation"})
 def _default_protocol(service: str) -> Protocol:
     """The protocol of ``service`` from botocore's default models (built once per process)."""
     return protocol_for(botocore.session.get_session().get_service_model(service))
+
+
+class Emulators:
+    """The emulators of one service, each answering its own operations (SageMaker: HyperPod's
+    and the inference operator's endpoints)."""
+
+    def __init__(self, *parts: object) -> None:
+        self.parts = parts
+
+    def __getattr__(self, name: str) -> Any:
+        for part in self.parts:
+            found = getattr(part, name, None)
+            if callable(found):
+                return found
+        raise AttributeError(name)
 
 
 class EmulatorMiddleware:

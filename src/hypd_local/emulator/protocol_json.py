@@ -266,7 +266,10 @@ class RestJsonProtocol(_RestProtocol):
             if loc == "statusCode":
                 status = int(value)
             elif loc == "header":
-                headers.append((_wire_name(member, name), _to_text(member, value, "rfc822")))
+                wire = _wire_name(member, name)
+                if wire.lower() == "content-type":  # the payload's own (a blob's MIME type)
+                    headers = [h for h in headers if h[0].lower() != "content-type"]
+                headers.append((wire, _to_text(member, value, "rfc822")))
             elif loc == "headers":
                 prefix = _wire_name(member, name)
                 headers.extend((prefix + str(k), str(v)) for k, v in value.items())

@@ -44,7 +44,7 @@ from hypd_local.iam.resolver_base import (
     pass_role,
     service_linked_role_check,
 )
-from hypd_local.iam.resolvers_hyperpod import _eks, _sagemaker
+from hypd_local.iam.resolvers_hyperpod import _eks, _sagemaker, _sagemaker_runtime
 from hypd_local.iam.resolvers_network import _cloudformation, _ec2, _fsx
 from hypd_local.iam.sar import reference
 from hypd_local.iam.world import World
@@ -274,6 +274,7 @@ RESOLVERS: dict[str, Resolver] = {
     "ec2": _ec2,
     "eks": _eks,
     "sagemaker": _sagemaker,
+    "sagemaker-runtime": _sagemaker_runtime,
     "fsx": _fsx,
     "amp": _amp,
 }

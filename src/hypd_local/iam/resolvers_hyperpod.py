@@ -243,10 +243,25 @@ def _sagemaker(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
     if op == "DescribeTrainingPlan":
         return [Check(action, (Target(w.training_plan(str(p["TrainingPlanName"])),
                                       "training-plan"),))]
+    if "EndpointName" in p:
+        return [Check(action, (_endpoint(w, str(p["EndpointName"])),))]
     if "ClusterName" in p:
         sar_action = reference().action(action)
         known = (sar_action is not None and "cluster" in {t.name for t in
                                                            sar_action.resource_types})
         if known or action.lower() in MISSING_FROM_SAR:
             return [Check(action, (_sagemaker_cluster(w, str(p["ClusterName"])),))]
+    return None
+
+
+def _endpoint(w: World, name: str) -> Target:
+    """A SageMaker endpoint: its ARN names it in lower case, as SageMaker writes it."""
+    return Target(w.arn("sagemaker", f"endpoint/{name.lower()}"), "endpoint")
+
+
+def _sagemaker_runtime(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
+    """SageMaker Runtime (IAM prefix ``sagemaker``): InvokeEndpoint on the endpoint."""
+    if op in ("InvokeEndpoint", "InvokeEndpointAsync",
+              "InvokeEndpointWithResponseStream") and "EndpointName" in p:
+        return [Check(f"sagemaker:{op}", (_endpoint(w, str(p["EndpointName"])),))]
     return None

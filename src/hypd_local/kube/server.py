@@ -28,6 +28,7 @@ from hypd_local.kube.auth import (
 )
 from hypd_local.kube.errors import KubeError, method_not_allowed
 from hypd_local.kube.karpenter import KarpenterStatus
+from hypd_local.kube.logs import PodLogs
 from hypd_local.kube.openapi import gv_path
 from hypd_local.kube.server_base import LOG, _json, _unauthorized
 from hypd_local.kube.server_nodes import NodeLifecycle
@@ -69,6 +70,7 @@ class KubeApiServer(NodeLifecycle, ResourceRequests):
         self.store = ObjectStore(clock)
         self.karpenter = KarpenterStatus()
         self.store.add_controller(self.karpenter)
+        self.logs = PodLogs()
         # Token ages are judged on `token_clock` (default: `clock`): clients sign with the real
         # time, so a local cloud whose virtual clock runs ahead passes the wall clock here.
         self._verifier = TokenVerifier(cluster_name, token_clock or clock, sts_endpoint)

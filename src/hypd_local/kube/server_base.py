@@ -14,6 +14,7 @@ from werkzeug.wrappers import Response
 from hypd_local.kube import openapi
 from hypd_local.kube.errors import KubeError
 from hypd_local.kube.karpenter import KarpenterStatus
+from hypd_local.kube.logs import PodLogs
 from hypd_local.kube.store import Clock, ObjectStore
 
 LOG = logging.getLogger("hypd_local.kube.server")
@@ -38,6 +39,7 @@ class ServerState:
     clock: Clock
     store: ObjectStore
     karpenter: KarpenterStatus
+    logs: PodLogs  # what the pods' containers wrote (`kube.logs`)
     openapi: openapi.OpenApiDocuments
     _stopping: threading.Event  # ends the watches being streamed
 

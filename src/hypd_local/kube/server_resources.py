@@ -15,6 +15,7 @@ from hypd_local.kube.auth import (
     allows,
 )
 from hypd_local.kube.errors import KubeError, bad_request, method_not_allowed
+from hypd_local.kube.logs import log_text
 from hypd_local.kube.resources import ResourceType
 from hypd_local.kube.server_base import ServerState, _json, yaml
 from hypd_local.kube.store import APPLY_PATCH
@@ -66,6 +67,8 @@ class ResourceRequests(ServerState):
             rtype.namespaced and namespace is None and name is not None
         ):
             raise self._no_route()
+        if (group, plural, subresource) == ("", "pods", "log") and name is not None:
+            return self._pod_log(request, decision, rtype, namespace, name)
         if subresource is not None and subresource not in rtype.subresources:
             raise self._no_route()
         method = request.method
@@ -131,6 +134,17 @@ class ResourceRequests(ServerState):
             with store.dry_run():
                 return self._mutate(request, rtype, namespace, name, subresource, verb, manager)
         return self._mutate(request, rtype, namespace, name, subresource, verb, manager)
+
+    def _pod_log(self, request: Request, decision: AccessDecision, rtype: ResourceType,
+                 namespace: str | None, name: str) -> Response:
+        """``GET .../pods/{name}/log``: authorised as ``get`` of ``pods/log`` (`kube.logs`)."""
+        if request.method != "GET":
+            raise method_not_allowed()
+        if not allows(decision, "get", "", "pods/log", namespace, True):
+            raise self._forbidden(decision, "get", rtype, namespace, name, "log")
+        pod = self.store.get(rtype, namespace, name)
+        text = log_text(self.logs, pod, request.args, self.clock.now())
+        return Response(text, status=200, content_type="text/plain")
 
     def _mutate(self, request: Request, rtype: ResourceType, namespace: str | None,
                 name: str | None, subresource: str | None, verb: str, manager: str
