@@ -159,7 +159,8 @@ def test_a_job_survives_a_node_fault_with_one_restart_shown(api: ApiClient,
     nodes = {n["node"]: n for n in job["nodes"]}
     assert nodes[hit]["current"] is False
     (fault,) = nodes[hit]["faults"]
-    assert fault["status"].startswith("Unschedulable")
+    assert fault["status"] == "Unhealthy"
+    assert fault["recommended"] == "replace"
     assert "NvidiaErrorTerminate" in (fault.get("reason") or "")
     assert any(c["type"] == "Restarting" for c in job["conditions"])
     assert any(e["reason"] == "Restarting" and hit in (e.get("message") or "")

@@ -35,6 +35,13 @@ GROUP = "workers"
 TEAM = "ml"
 TEAM_BODY = {"resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}],
              "fairShareWeight": 50, "sharing": {"strategy": "LendAndBorrow", "borrowLimit": 50}}
+TLS_BUCKET = "hyperpod-tls-typed"
+JOB = "llama"
+JOB_BODY = {"name": JOB, "image": "repo/train:1", "instanceType": "ml.g6.4xlarge",
+            "command": ["bash", "-c", "sleep 3600"]}
+ENDPOINT = "falcon"
+ENDPOINT_BODY = {"name": ENDPOINT, "instanceType": "ml.g6.4xlarge",
+                 "jumpStart": {"modelId": "huggingface-llm-falcon-7b-bf16", "acceptEula": True}}
 TIMEOUT = 300
 """Seconds the whole client run may take (it takes a few): a hung server fails the test."""
 
@@ -90,16 +97,19 @@ def success(outcome: dict[str, Any]) -> dict[str, Any]:
     return structured
 
 
-def read_calls(values: dict[str, str]) -> list[dict[str, Any]]:
-    """A call of every read-only tool (a GET), with its required arguments from `values`."""
+def read_calls(values: dict[str, str], per_tool: dict[str, dict[str, str]]
+               ) -> list[dict[str, Any]]:
+    """A call of every read-only tool (a GET), with its required arguments from `values`
+    (those of `per_tool[tool]` first)."""
     calls = []
     for tool in bind_tools(openapi_document()):
         if tool.method != "GET":
             continue
+        given = {**values, **per_tool.get(tool.name, {})}
         required = tool.input_schema.get("required", [])
-        missing = [name for name in required if name not in values]
+        missing = [name for name in required if name not in given]
         assert not missing, f"{tool.name}: no value for {missing}: add one to the test"
-        calls.append({"name": tool.name, "arguments": {n: values[n] for n in required}})
+        calls.append({"name": tool.name, "arguments": {n: given[n] for n in required}})
     return calls
 
 
@@ -109,8 +119,17 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     # Given a cluster hypd created (one group of 2 nodes), its create operation, task
     # governance on with a team, and a node HyperPod found faulty (so it has a health history)
     created = created_cluster(api, cloud, tag=TAG)
-    governed = run(api, cloud, api.set_features(TAG, {"taskGovernance": {"enabled": True}}))
+    cloud.client("s3").create_bucket(
+        Bucket=TLS_BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region})
+    governed = run(api, cloud, api.set_features(TAG, {
+        "taskGovernance": {"enabled": True}, "trainingOperator": {"enabled": True},
+        "inferenceOperator": {"enabled": True, "tlsCertificateBucket": TLS_BUCKET}}))
     assert governed["status"] == "SUCCEEDED", governed.get("error")
+    # and a training job whose pods run, and an endpoint deployed (their reads succeed)
+    submitted = run(api, cloud, api.submit_training_job(TAG, JOB_BODY))
+    assert submitted["status"] == "SUCCEEDED", submitted.get("error")
+    deployed = run(api, cloud, api.deploy_inference_endpoint(TAG, ENDPOINT_BODY))
+    assert deployed["status"] == "SUCCEEDED", deployed.get("error")
     team = run(api, cloud, api.set_team(TAG, TEAM, TEAM_BODY))
     assert team["status"] == "SUCCEEDED", team.get("error")
     first, faulty = (n["nodeId"] for n in api.list_nodes(TAG)["nodes"])
@@ -120,7 +139,9 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     cloud.wait_for_executions(timeout=60)
     values = {"tag": TAG, "operationId": str(created["id"]), "nodeId": faulty,
               "name": GROUP, "team": TEAM}
-    reads = read_calls(values)
+    reads = read_calls(values, {
+        **{tool: {"name": JOB} for tool in ("training_job_get", "training_job_logs")},
+        "endpoint_get": {"name": ENDPOINT}})
     changes = [
         # 200 changed: false (the union output schema's other branch)
         {"name": "instance_group_update", "arguments": {"tag": TAG, "name": GROUP, "count": 2}},
@@ -173,6 +194,11 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     assert done["features_get"]["features"]["taskGovernance"]["requiredBy"] == [f"team:{TEAM}"]
     assert [t["name"] for t in done["team_list"]["teams"]] == [TEAM]
     assert done["team_get"]["queue"] == f"hyperpod-ns-{TEAM}-localqueue"
+    assert done["training_job_get"]["phase"] == "Running"
+    assert done["training_job_logs"]["pod"] == f"{JOB}-pod-0"
+    assert [j["name"] for j in done["training_job_list"]["jobs"]] == [JOB]
+    assert done["endpoint_get"]["ready"] is True
+    assert [e["name"] for e in done["endpoint_list"]["endpoints"]] == [ENDPOINT]
     unchanged, accepted, policy, waited, features, team = (
         success(o) for o in outcomes[len(reads):][:6])
     assert unchanged["changed"] is False

@@ -25,6 +25,7 @@ from hypd.features.state import FeatureClients
 from hypd.features.teams import find_quota
 from hypd.health.records import HealthStore, NodeHealth
 from hypd.kubernetes.apply import list_objects, read_object
+from hypd.kubernetes.objects import ObjectExists
 from hypd.workloads import views
 from hypd.workloads.manifests import (
     ENDPOINT_KINDS,
@@ -199,10 +200,11 @@ def check_claims(api: Any, namespace: str, claims: Sequence[str]) -> None:
 
 
 def check_name_free(api: Any, kinds: Iterable[Kind], namespace: str, name: str) -> None:
-    """Raises ConflictError naming ``name`` when an object of one of `kinds` has it."""
+    """Raises ObjectExists (409 WorkloadExists, as the submit stage's own check) naming
+    ``name`` when an object of one of `kinds` has it."""
     for kind in kinds:
         if read_object(api, kind.api_version, kind.kind, name, namespace) is not None:
-            raise ConflictError(
+            raise ObjectExists(
                 f"name: a {kind.kind} named {name} exists already in namespace {namespace}; "
                 "choose another name or delete it first",
                 details={"field": "name", "kind": kind.kind, "namespace": namespace})

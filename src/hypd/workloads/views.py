@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from hypd.health.records import HealthEntry, NodeHealth
@@ -122,9 +123,30 @@ def _faults(record: NodeHealth | None, since: str | None, until: str | None
     if record is None:
         return []
     entries = {e.event_id: e for e in [record.latest, *record.history]}.values()
+    start, end = _instant(since), _instant(until)
     return [_entry(e) for e in sorted(entries, key=lambda e: e.order)
-            if e.status != "Schedulable" and (since is None or e.time >= since)
-            and (until is None or e.time <= until)]
+            if e.status != "Schedulable" and _within(_instant(e.time), start, end)]
+
+
+def _instant(text: str | None) -> datetime | None:
+    """An ISO 8601 time (``...Z``, with or without fractions) as an aware datetime; None for
+    none or one that does not parse (Kubernetes writes whole seconds, EventBridge
+    milliseconds: the texts do not compare as strings)."""
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _within(at: datetime | None, start: datetime | None, end: datetime | None) -> bool:
+    """Whether `at` is in [start, end] to the second (an unknown bound does not limit)."""
+    if at is None:
+        return True
+    at = at.replace(microsecond=0)
+    return (start is None or at >= start) and (end is None or at <= end)
 
 
 def _nodes(pods: Sequence[dict[str, Any]], events: Sequence[Obj],

@@ -156,3 +156,22 @@ def test_endpoint_states() -> None:
                               "message": "EULA not accepted"}}))
     assert failed["state"] == "DeploymentFailed"
     assert failed["message"] == "EULA not accepted"
+
+
+def test_a_fault_in_the_jobs_first_second_counts_whatever_the_time_format() -> None:
+    # Kubernetes writes whole seconds, EventBridge milliseconds: compared as times, not texts.
+    job = the_job([condition("Running")], startTime="2026-01-01T00:01:00Z",
+                  completionTime="2026-01-01T00:30:00Z")
+    events = [event("Scheduled", "Pod/train-pod-0",
+                    "Successfully assigned default/train-pod-0 to hyperpod-i-aaa",
+                    "2026-01-01T00:01:00Z")]
+    at_start = entry("e1", "2026-01-01T00:01:00.000Z", "Unhealthy")
+    after_end = entry("e2", "2026-01-01T00:30:00.500Z", "Unhealthy")
+    before = entry("e0", "2026-01-01T00:00:59.999Z", "Unhealthy")
+    health = {"i-aaa": NodeHealth.model_validate({
+        "tag": "t", "nodeId": "i-aaa", "latest": after_end.model_dump(by_alias=True),
+        "history": [at_start.model_dump(by_alias=True), before.model_dump(by_alias=True)],
+        "updatedAt": "2026-01-01T00:30:00Z"})}
+    (node,) = views.job_view(job, [], events, health)["nodes"]
+    assert [f["time"] for f in node["faults"]] == ["2026-01-01T00:01:00.000Z",
+                                                   "2026-01-01T00:30:00.500Z"]
