@@ -52,13 +52,13 @@ def _governed(record: Cluster) -> tuple[str, str, dict[str, Any]]:
         NotFoundError: the HyperPod cluster does not exist.
         ConflictError: task governance is off.
     """
-    name = record.hyperpod.name if record.hyperpod else f"hypd-{record.tag}"
+    name = record.hyperpod_name
     described = sagemaker_api.find_cluster(services().sagemaker_client(), name)
     if described is None:
         raise NotFoundError(f"HyperPod cluster {name} of {record.tag} does not exist",
                             details={"tag": record.tag})
     eks = services().feature_clients().client("eks")
-    eks_name = record.eks.name if record.eks else f"hypd-{record.tag}"
+    eks_name = record.eks_name
     addon = eks_api.find_addon(eks, eks_name, str(TASK_GOVERNANCE.addon))
     if addon is None or addon.get("status") != "ACTIVE":
         raise ConflictError(
@@ -102,7 +102,7 @@ def _start(kind: OperationKind, work: teams.TeamInput) -> Response[str]:
 )
 def list_teams(tag: Tag) -> TeamList:
     record = services().clusters.get(tag)
-    name = record.hyperpod.name if record.hyperpod else f"hypd-{tag}"
+    name = record.hyperpod_name
     sagemaker = services().sagemaker_client()
     described = sagemaker_api.find_cluster(sagemaker, name)
     quotas = (
@@ -123,7 +123,7 @@ def list_teams(tag: Tag) -> TeamList:
 )
 def get_team(tag: Tag, team: Team) -> TeamView:
     record = services().clusters.get(tag)
-    name = record.hyperpod.name if record.hyperpod else f"hypd-{tag}"
+    name = record.hyperpod_name
     sagemaker = services().sagemaker_client()
     described = sagemaker_api.find_cluster(sagemaker, name)
     quota = teams.find_quota(sagemaker, str(described["ClusterArn"]), team) if described else None

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hypd.clusters.create_request import eks_cluster_name, hyperpod_cluster_name
+
 CLUSTER_TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 HYPD_TAG_KEY = "hypd:tag"
 """A resource tag naming the hypd cluster an EKS or HyperPod cluster belongs to."""
@@ -81,6 +83,16 @@ class Cluster(_Model):
     last_operation_id: str | None = Field(default=None, alias="lastOperationId")
     status: ClusterStatus | None = None
     """Set for a cluster hypd creates (CREATING until its create operation ends)."""
+
+    @property
+    def eks_name(self) -> str:
+        """The EKS cluster's name: the recorded one, else the name a create gives it."""
+        return self.eks.name if self.eks else eks_cluster_name(self.tag)
+
+    @property
+    def hyperpod_name(self) -> str:
+        """The HyperPod cluster's name: the recorded one, else the name a create gives it."""
+        return self.hyperpod.name if self.hyperpod else hyperpod_cluster_name(self.tag)
 
     def to_api(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude={"anchor_arn"})

@@ -75,8 +75,8 @@ def target(reads: WorkloadReads, record: Cluster) -> Target:
     Raises:
         ConflictError: the cluster has no HyperPod cluster (yet, or any more).
     """
-    eks_name = record.eks.name if record.eks else f"hypd-{record.tag}"
-    hyperpod_name = record.hyperpod.name if record.hyperpod else f"hypd-{record.tag}"
+    eks_name = record.eks_name
+    hyperpod_name = record.hyperpod_name
     described = sagemaker_api.find_cluster(reads.sagemaker_client(), hyperpod_name)
     if described is None:
         raise ConflictError(
