@@ -16,6 +16,7 @@ from hypd_cli.main import build_parser
 from tests.cli.conftest import RunCli
 from tests.cli.test_cli_local_cloud import FAST, header, row
 from tests.e2e.capacity import created_cluster, run
+from tests.e2e.test_workloads import in_phase, wait_job
 
 TLS_BUCKET = "hyperpod-tls-cli"
 
@@ -55,6 +56,8 @@ def test_jobs_and_endpoints_on_the_local_cloud(run_cli: RunCli, cloud: Any,
     assert f"Submitting training job train to cluster {tag}: operation op-" in submitted.out
     assert f"(submit-training-job, cluster {tag}): SUCCEEDED" in submitted.out
 
+    # The operator starts the pods on its next tick: follow the job to Running first.
+    wait_job(api, cloud, "train", in_phase("Running"), tag=tag)
     listed = run_cli("jobs", "list", tag, endpoint=url)
     assert listed.code == EXIT_OK, listed.text
     assert header(listed.out) == ["NAME", "NAMESPACE", "PHASE", "TYPE", "NODES", "RESTARTS",

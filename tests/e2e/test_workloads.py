@@ -112,11 +112,11 @@ def node_of(pod: dict[str, Any]) -> str:
 
 
 def wait_job(api: ApiClient, cloud: Any, name: str, done: Callable[[dict[str, Any]], bool],
-             seconds: float = 3600) -> dict[str, Any]:
+             seconds: float = 3600, tag: str = TAG) -> dict[str, Any]:
     """Advance the virtual clock, 30 s at a time, until `done` holds for the job's view."""
     waited = 0.0
     while True:
-        job = api.call("getTrainingJob", tag=TAG, name=name)
+        job = api.call("getTrainingJob", tag=tag, name=name)
         if done(job):
             return job
         assert waited < seconds, job

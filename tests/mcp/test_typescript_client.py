@@ -26,6 +26,7 @@ from hypd_cli.api_client import ApiClient
 from hypd_cli.mcp_binding import bind_tools, openapi_document
 from hypd_cli.mcp_server import ERROR_KEY
 from tests.e2e.capacity import created_cluster, run
+from tests.e2e.test_workloads import in_phase, wait_job
 from tests.mcp.conftest import POLL_SECONDS
 from tests.mcp.test_tools import TOOLS
 
@@ -130,6 +131,7 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     assert submitted["status"] == "SUCCEEDED", submitted.get("error")
     deployed = run(api, cloud, api.deploy_inference_endpoint(TAG, ENDPOINT_BODY))
     assert deployed["status"] == "SUCCEEDED", deployed.get("error")
+    wait_job(api, cloud, JOB, in_phase("Running"), tag=TAG)
     team = run(api, cloud, api.set_team(TAG, TEAM, TEAM_BODY))
     assert team["status"] == "SUCCEEDED", team.get("error")
     first, faulty = (n["nodeId"] for n in api.list_nodes(TAG)["nodes"])

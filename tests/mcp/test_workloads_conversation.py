@@ -11,6 +11,7 @@ import pytest
 
 from hypd_cli.api_client import ApiClient
 from tests.e2e.capacity import created_cluster, run
+from tests.e2e.test_workloads import in_phase, wait_job
 from tests.mcp.conftest import call, call_error, mcp_session
 from tests.mcp.test_create_conversation import poll
 
@@ -59,8 +60,10 @@ async def test_a_job_and_an_endpoint_run_on_tools_alone(cloud: Any, api: ApiClie
         started = await call(session, "training_job_submit", tag=TAG, **JOB)
         submitted, _ = await poll(session, started["operationId"])
         assert submitted["status"] == "SUCCEEDED", submitted.get("error")
+        # The operator starts the pods on its next tick: follow the job to Running.
+        wait_job(api, cloud, "train", in_phase("Running"), tag=TAG)
         job = await call(session, "training_job_get", tag=TAG, name="train")
-        assert job["phase"] in {"Created", "Running"}
+        assert job["phase"] == "Running"
         assert len(job["pods"]) == 2
         logs = await call(session, "training_job_logs", tag=TAG, name="train", tail=2)
         assert logs["pod"] == "train-pod-0"
