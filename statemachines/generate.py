@@ -80,6 +80,7 @@ CLUSTER_TASKS = "${ClusterTasksFunctionArn}"
 CAPACITY_TASKS = "${CapacityTasksFunctionArn}"
 DISCOVER_TASKS = "${DiscoverFunctionArn}"
 FEATURE_TASKS = "${FeatureTasksFunctionArn}"
+TEARDOWN_TASKS = "${TeardownTasksFunctionArn}"
 CALLBACK_INVOKE = "arn:${Partition}:states:::lambda:invoke.waitForTaskToken"
 """The callback integration, in the deployment's partition (`arn:aws-cn:states:::...` in China:
 an `arn:aws:` one there is accepted at creation and fails every execution)."""
@@ -962,6 +963,118 @@ def workload_definition(states: States | None = None) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------------- teardown
+TEARDOWN_STEPS = {
+    # stage: (title, what the first task does, what the wait is for, function)
+    "workloads": ("Delete workloads", "Delete every job and endpoint (foreground: the "
+                  "operators' finalizers run while the nodes are up).",
+                  "The operators are stopping the pods and removing endpoints.", FEATURE_TASKS),
+    "governance": ("Delete quotas", "Delete the compute quotas, then the scheduler config.",
+                   "SageMaker is deleting the quotas.", FEATURE_TASKS),
+    "hyperpod": ("Delete HyperPod cluster", "DeleteCluster of the HyperPod cluster.",
+                 "HyperPod is deleting the cluster and its nodes.", TEARDOWN_TASKS),
+    "addons": ("Delete add-ons", "Delete the features' add-ons, then the shared ones and the "
+               "pod identity associations.", "EKS is deleting the add-ons.", FEATURE_TASKS),
+    "eks": ("Delete EKS cluster", "DeleteCluster of the EKS cluster.",
+            "EKS is deleting the cluster.", TEARDOWN_TASKS),
+    "storage": ("Delete file systems", "DeleteFileSystem of the cluster's FSx file systems.",
+                "FSx is deleting the file systems.", TEARDOWN_TASKS),
+    "network": ("Delete network", "Delete the compute subnets, then the network stack.",
+                "Network interfaces of the deleted clusters linger; the stack is deleting.",
+                TEARDOWN_TASKS),
+    "roles": ("Delete roles", "Delete the cluster's IAM roles, OIDC provider and AMP "
+              "workspace.", "AMP is deleting the workspace.", FEATURE_TASKS),
+}
+
+
+TEARDOWN_BRANCHES = (("addons", "eks"), ("storage",))
+"""hypd.teardown.plan.BRANCHES (a build test holds them equal)."""
+
+
+def _teardown_poll(states: States, stage: str, then: str | None) -> None:
+    """One stage: teardown-<stage> -> (gone? then : wait -> teardown-<stage>-check ...).
+    `then` None ends the states' execution (the last state of a Parallel branch)."""
+    title, comment, wait_comment, resource = TEARDOWN_STEPS[stage]
+    states.stage = stage
+    poll(
+        states,
+        first=title,
+        first_comment=comment,
+        first_task=f"teardown-{stage}",
+        ready_choice=f"{title}: gone?",
+        wait=f"{title}: wait",
+        wait_comment=wait_comment,
+        check=f"{title}: look again",
+        check_comment="Read what is left and start what can start now.",
+        check_task=f"teardown-{stage}-check",
+        then=then or f"{title}: done",
+        resource=resource,
+    )
+    if then is None:
+        states[f"{title}: done"] = {"Type": "Pass", "End": True}
+
+
+def _branch(stages: tuple[str, ...], into: States) -> dict[str, Any]:
+    """A Parallel branch running `stages` one after another. Its tasks have no Catch (a
+    branch cannot go to the machine's failure recorder: the Parallel's Catch does)."""
+    branch = States()
+    for i, stage in enumerate(stages):
+        following = stages[i + 1] if i + 1 < len(stages) else None
+        _teardown_poll(branch, stage, TEARDOWN_STEPS[following][0] if following else None)
+    for state in branch.values():
+        state.pop("Catch", None)
+    into.stage_of.update(branch.stage_of)
+    into.waiting |= branch.waiting
+    return {"StartAt": TEARDOWN_STEPS[stages[0]][0], "States": dict(branch)}
+
+
+def delete_cluster_definition(states: States | None = None) -> dict[str, Any]:
+    """delete-cluster: workloads -> governance -> hyperpod -> (addons -> eks) || storage ->
+    network -> roles -> record. A retry resumes at the first stage that did not succeed; a
+    stage inside the Parallel reruns its branch, whose finished stages find nothing left."""
+    states = States() if states is None else states
+    parallel = "Delete EKS side and storage"
+    first = {stage: TEARDOWN_STEPS[stage][0] for stage in ("workloads", "governance",
+                                                           "hyperpod")}
+    first |= {stage: parallel for branch in TEARDOWN_BRANCHES for stage in branch}
+    first |= {"network": TEARDOWN_STEPS["network"][0], "roles": TEARDOWN_STEPS["roles"][0],
+              "record": "Record deletion"}
+    start(states, first)
+    _teardown_poll(states, "workloads", TEARDOWN_STEPS["governance"][0])
+    _teardown_poll(states, "governance", TEARDOWN_STEPS["hyperpod"][0])
+    _teardown_poll(states, "hyperpod", parallel)
+    states.stage = None
+    states[parallel] = {
+        "Type": "Parallel",
+        "Comment": "Once HyperPod is gone: the add-ons then the EKS cluster, beside the FSx "
+        "file systems.",
+        "Branches": [_branch(branch, states) for branch in TEARDOWN_BRANCHES],
+        "ResultPath": None,
+        "Catch": _catch(),
+        "Next": TEARDOWN_STEPS["network"][0],
+    }
+    _teardown_poll(states, "network", TEARDOWN_STEPS["roles"][0])
+    _teardown_poll(states, "roles", "Record deletion")
+    states.stage = "record"
+    states["Record deletion"] = task(
+        "Mark the cluster's record DELETED (kept, with its operations).", "teardown-record",
+        "Record outcome", resource=TEARDOWN_TASKS)
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Mark the operation SUCCEEDED with what was deleted.",
+        resource=TEARDOWN_TASKS,
+        failed_error="TeardownFailed",
+        tasks=("finish-teardown", "fail-teardown"),
+    )
+    return {
+        "Comment": "Delete a cluster hypd created and everything hypd made for it, in reverse "
+        "order (docs/teardown.md).",
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
 # ---------------------------------------------------------------------------- discover
 DISCOVER_TASK_TIMEOUT = 120
 """DiscoverFunction's own timeout: one task lists and describes every cluster of a kind."""
@@ -1067,6 +1180,7 @@ MACHINES: dict[str, Any] = {
     "set_features": lambda: set_features_definition(),
     "team": lambda: team_definition(),
     "workload": lambda: workload_definition(),
+    "delete_cluster": lambda: delete_cluster_definition(),
 }
 """File stem -> definition of every state machine this script writes."""
 

@@ -157,6 +157,10 @@ class FeatureTaskSettings(CsiDriverRoles):
         return value
 
 
+class TeardownTaskSettings(FunctionSettings):
+    """The teardown's deletions (TeardownTasksFunction): its table and Region only."""
+
+
 class EventSettings(FunctionSettings):
     """The cluster events function (HyperPod's and EKS's events)."""
 

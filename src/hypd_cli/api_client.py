@@ -61,6 +61,9 @@ ROUTES: dict[str, Route] = {
     "listClusters": Route("GET", "/clusters", ("limit", "nextToken")),
     "getCluster": Route("GET", "/clusters/{tag}"),
     "createCluster": Route("POST", "/clusters", has_body=True),
+    "deleteCluster": Route("DELETE", "/clusters/{tag}", ("force", "forget")),
+    "getTeardownPlan": Route("GET", "/clusters/{tag}/teardown-plan", ("force",)),
+    "setProtection": Route("PUT", "/clusters/{tag}/protection", has_body=True),
     "discoverClusters": Route("POST", "/clusters/discover", has_body=True),
     "listOperations": Route("GET", "/operations", ("clusterTag", "status", "limit", "nextToken")),
     "getOperation": Route("GET", "/operations/{operationId}"),
@@ -400,6 +403,16 @@ class ApiClient:
 
     def create_cluster(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.call("createCluster", body=body)
+
+    def delete_cluster(self, tag: str, *, force: bool = False, forget: bool = False
+                       ) -> dict[str, Any]:
+        return self.call("deleteCluster", tag=tag, force=force or None, forget=forget or None)
+
+    def get_teardown_plan(self, tag: str, *, force: bool = False) -> dict[str, Any]:
+        return self.call("getTeardownPlan", tag=tag, force=force or None)
+
+    def set_protection(self, tag: str, enabled: bool) -> dict[str, Any]:
+        return self.call("setProtection", tag=tag, body={"enabled": enabled})
 
     def discover_clusters(self, cluster_names: list[str] | None = None) -> dict[str, Any]:
         body = {"clusterNames": cluster_names} if cluster_names else None

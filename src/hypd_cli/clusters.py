@@ -10,6 +10,7 @@ from hypd_cli.cli import EXIT_FAILED, EXIT_OK, Context, UsageError, api_command,
 from hypd_cli.group_flags import group_keys_help, parse_group
 from hypd_cli.operations import add_paging, add_wait_flag, follow_accepted, next_page_hint
 from hypd_cli.output import key_values, print_json, print_table, short_time
+from hypd_cli.teardown import register_under
 
 # The flags that describe a cluster: any of them means "create from flags, ask nothing".
 REQUEST_FLAGS = ("tag", "zone", "group", "s3_bucket", "s3_prefix", "fsx_capacity",
@@ -73,6 +74,7 @@ def register(subparsers: Any) -> None:
                           help="only this EKS or HyperPod cluster (repeatable; default all)")
     add_wait_flag(discover)
     api_command(discover, "clusters discover", discover_clusters)
+    register_under(commands)
 
 
 # -- list / get --------------------------------------------------------------------------------

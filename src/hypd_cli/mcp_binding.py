@@ -130,6 +130,13 @@ def _bind(
         input_schema = _parameters_schema(parameters, components)
     if spec.waits:
         input_schema["properties"]["wait_seconds"] = dict(WAIT_SECONDS_SCHEMA)
+    if spec.confirm:
+        input_schema["properties"]["confirm"] = {
+            "type": "string",
+            "description": f"The {spec.confirm} again, exactly, once the user has agreed: "
+            "the call is refused otherwise.",
+        }
+        input_schema["required"] = [*input_schema.get("required", []), "confirm"]
     summary = str(operation.get("summary") or spec.name)
     text = [summary.rstrip(".") + "."]
     if operation.get("description"):

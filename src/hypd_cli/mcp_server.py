@@ -151,6 +151,14 @@ class HypdTools:
         self, tool: BoundTool, arguments: dict[str, Any], progress: Progress
     ) -> types.CallToolResult:
         operation_id = tool.spec.operation_id
+        if tool.spec.confirm:
+            confirmed = arguments.pop("confirm", None)
+            target = arguments.get(tool.spec.confirm)
+            if not target or confirmed != target:
+                raise ToolError(
+                    "ConfirmationRequired",
+                    f"{tool.name} deletes {tool.spec.confirm} {target!r}: show the user what it "
+                    f"deletes, get their yes, then call again with confirm set to {target!r}")
         wait = 0.0
         if tool.spec.waits:
             wait = _wait_seconds(arguments.pop("wait_seconds", 0), self.wait_seconds_max)

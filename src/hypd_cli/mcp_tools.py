@@ -35,6 +35,12 @@ from hypd.api.models import (
     TeamView,
     TrainingPlanList,
 )
+from hypd.api.teardown_models import (
+    ClusterForgotten,
+    ProtectionRequest,
+    ProtectionView,
+    TeardownPlan,
+)
 from hypd.api.workload_models import (
     EndpointList,
     EndpointView,
@@ -79,6 +85,9 @@ class ToolSpec:
     """May remove or interrupt something (MCP's destructiveHint)."""
     idempotent: bool = False
     """Calling it again with the same arguments changes nothing more (MCP's idempotentHint)."""
+    confirm: str | None = None
+    """The parameter (``tag``) the tool's ``confirm`` argument must repeat: a destructive
+    tool an agent cannot call by accident."""
 
 
 POLL = "Poll the returned operationId with operation_get_status until it ends."
@@ -538,6 +547,39 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         OperationAccepted,
         advice="Removes the endpoint and its SageMaker endpoint. " + CONFIRM + " " + POLL,
         destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "cluster_teardown_plan",
+        "getTeardownPlan",
+        TeardownPlan,
+        advice=(
+            "Show this to the user before cluster_delete: every resource that will be deleted, "
+            "in order, what is kept and why, and what blocks the deletion now (blockers)."
+        ),
+    ),
+    ToolSpec(
+        "cluster_delete",
+        "deleteCluster",
+        OperationAccepted,
+        unchanged=ClusterForgotten,
+        advice=(
+            "Deletes the cluster and everything hypd made for it. First cluster_teardown_plan, "
+            "show it, and get the user's explicit yes; then call with confirm set to the "
+            "cluster's tag (any other value is refused). force=true stops running jobs and "
+            "endpoints: only if the user said so. forget=true is for a discovered cluster "
+            "(hypd never deletes those): it removes hypd's record only. " + POLL
+        ),
+        destructive=True,
+        idempotent=True,
+        confirm="tag",
+    ),
+    ToolSpec(
+        "cluster_protection_set",
+        "setProtection",
+        ProtectionView,
+        body=ProtectionRequest,
+        advice="enabled: true refuses cluster_delete until it is turned off again.",
         idempotent=True,
     ),
 )

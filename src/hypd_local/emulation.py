@@ -34,6 +34,7 @@ from hypd_local.clock import VirtualClock
 from hypd_local.emulation_admin import AdminHandler
 from hypd_local.emulation_behave import Workloads
 from hypd_local.emulation_kube import GroupConfig, KubernetesSync
+from hypd_local.emulation_network import NetworkInterfaceSync
 from hypd_local.emulator.eks import EksEmulator
 from hypd_local.emulator.faults import Faults
 from hypd_local.emulator.hyperpod import Catalog, HyperPodEmulator
@@ -103,7 +104,7 @@ class _WallClock:
         return datetime.now(UTC)
 
 
-class Emulation(KubernetesSync):
+class Emulation(KubernetesSync, NetworkInterfaceSync):
     def __init__(
         self,
         *,
@@ -126,6 +127,7 @@ class Emulation(KubernetesSync):
             caller_arn=self._caller_arn,
             subnet_zone=lambda s: self._subnet(s, "availability_zone"),
             region_zones=self._region_zones,
+            hyperpod_users=lambda arn: self.hyperpod.orchestrated_by(arn),
         )
         self.hyperpod = HyperPodEmulator(
             clock,
@@ -158,6 +160,7 @@ class Emulation(KubernetesSync):
         self._attempts: dict[str, Any] = {}
         self._progress: dict[str, Any] = {}
         self._workload_due: datetime | None = None
+        self._interfaces: dict[str, str | None] = {}
         self._tick_lock = threading.Lock()
         self._schedule_lock = threading.Lock()
         self._last_due: datetime | None = None
@@ -175,7 +178,7 @@ class Emulation(KubernetesSync):
             faults=self.faults,
             region=self.region,
             account_id=self.account_id,
-            after_dispatch=self.check_schedule,
+            after_dispatch=self._after_request,
             enforcer=self.enforcer,
         )
 
@@ -220,6 +223,7 @@ class Emulation(KubernetesSync):
         self._attempts.clear()
         self._progress.clear()
         self._workload_due = None
+        self._interfaces.clear()
 
     def _tick_forever(self) -> None:
         # The clock also moves with real time; this makes events of a server left alone come due.
@@ -241,6 +245,7 @@ class Emulation(KubernetesSync):
         try:
             self.eks.tick()
             self.hyperpod.tick()
+            self._sync_interfaces()
             if self.kube is not None:
                 self._sync_kubernetes(self.kube)
         finally:
@@ -256,6 +261,12 @@ class Emulation(KubernetesSync):
         times = [t for t in (self.eks.next_due(), self.hyperpod.next_due(), workload)
                  if t is not None]
         return min(times, default=None)
+
+    def _after_request(self) -> None:
+        """After an emulated request: the interfaces it made or released, then the schedule."""
+        with self._tick_lock:
+            self._sync_interfaces()
+        self.check_schedule()
 
     def check_schedule(self) -> None:
         """Bump `schedule_version` and wake the clock's waiters if `next_due` changed.

@@ -89,6 +89,7 @@ def _stages_generated(stem: str) -> set[str]:
         "set_features": generate.set_features_definition,
         "team": generate.team_definition,
         "workload": generate.workload_definition,
+        "delete_cluster": generate.delete_cluster_definition,
     }[stem]
     builder(states)
     return set(states.stage_of.values())

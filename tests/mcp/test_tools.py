@@ -37,6 +37,9 @@ TOOLS = {
     "cluster_get": "getCluster",
     "cluster_create": "createCluster",
     "cluster_discover": "discoverClusters",
+    "cluster_teardown_plan": "getTeardownPlan",
+    "cluster_delete": "deleteCluster",
+    "cluster_protection_set": "setProtection",
     "operation_list": "listOperations",
     "operation_get_status": "getOperation",
     "operation_retry": "retryOperation",
@@ -79,7 +82,7 @@ TOOLS = {
 DESTRUCTIVE = {"operation_cancel", "instance_group_update", "instance_group_delete",
                "node_reboot", "node_replace", "node_delete", "autoscaling_set",
                "health_policy_set", "features_set", "team_set", "team_delete",
-               "training_job_delete", "endpoint_delete"}
+               "training_job_delete", "endpoint_delete", "cluster_delete"}
 
 
 def committed_document() -> dict[str, Any]:
@@ -250,8 +253,8 @@ def test_a_tool_whose_model_disagrees_with_the_api_is_refused() -> None:
     wrong_response = ToolSpec("x", "retryOperation", TOOL_SPECS[0].response)
     with pytest.raises(ValueError, match="answers OperationView, not ClusterList"):
         bind_tools(document, [wrong_response])
-    with pytest.raises(ValueError, match="no operation deleteCluster"):
-        bind_tools(document, [ToolSpec("x", "deleteCluster", TOOL_SPECS[0].response)])
+    with pytest.raises(ValueError, match="no operation explodeCluster"):
+        bind_tools(document, [ToolSpec("x", "explodeCluster", TOOL_SPECS[0].response)])
     unchanged_missing = ToolSpec("x", "updateInstanceGroup", OperationAccepted,
                                  body=UpdateInstanceGroupRequest)
     with pytest.raises(ValueError, match="answers InstanceGroupUnchanged or OperationAccepted, "

@@ -21,6 +21,7 @@ from hypd.discovery.tasks import router as discover_router
 from hypd.operations.tasks import router as operation_tasks_router
 from hypd.tasks import TaskRouter
 from hypd.wiring.features import router as feature_tasks_router
+from hypd.wiring.teardown import router as teardown_tasks_router
 from tests.unit.support import ROOT, load_template
 
 ASL_FILES = sorted((ROOT / "statemachines").glob("*.asl.json"))
@@ -235,6 +236,7 @@ def routers_by_placeholder(template: dict[str, Any]) -> dict[str, TaskRouter]:
         "CapacityTasksFunction": capacity_tasks_router,
         "DiscoverFunction": discover_router,
         "FeatureTasksFunction": feature_tasks_router,
+        "TeardownTasksFunction": teardown_tasks_router,
     }
     routers: dict[str, TaskRouter] = {}
     for resource in template["Resources"].values():

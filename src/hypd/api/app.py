@@ -19,6 +19,7 @@ from hypd.api import (
     health,
     operations,
     teams,
+    teardown,
     workloads,
 )
 from hypd.api.context import Scope, serving
@@ -61,6 +62,7 @@ def build_app(services: ApiServices) -> HypdApp:
     app.include_router(features.router)
     app.include_router(teams.router)
     app.include_router(workloads.router)
+    app.include_router(teardown.router)
     register_error_handlers(app)
     return app
 

@@ -29,13 +29,19 @@ def accepted(operation: Operation) -> Response[str]:
         operation_id=operation.id, status=operation.status, kind=operation.kind))
 
 
-def launch(kind: OperationKind, work: BaseModel, tag: str, *, workload: str | None = None,
-           **log: Any) -> Response[str]:
+def start(kind: OperationKind, work: BaseModel, tag: str, *, workload: str | None = None,
+          **log: Any) -> Operation:
     """Record and start an operation of `kind` on cluster `tag` with input `work` (a workload's
-    kinds lock `workload`); 202."""
+    kinds lock `workload`); the operation as started."""
     operation = new_operation(kind, work, cluster_tag=tag, workload=workload)
     logger().set_correlation_id(operation.id)
     operation = services().starter.launch(operation)
     metrics().add_metric(name="OperationStarted", unit=MetricUnit.Count, value=1)
     logger().info("operation started", kind=kind.value, cluster_tag=tag, **log)
-    return accepted(operation)
+    return operation
+
+
+def launch(kind: OperationKind, work: BaseModel, tag: str, *, workload: str | None = None,
+           **log: Any) -> Response[str]:
+    """`start`, answered 202."""
+    return accepted(start(kind, work, tag, workload=workload, **log))

@@ -11,7 +11,7 @@ rule of hypd.aws); split by caller it would scatter the error translation it sha
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -264,6 +264,56 @@ def create_subnet(
     return subnet if subnet.tags else replace(subnet, tags=dict(tags))
 
 
+def _delete_unless_in_use(call: Callable[[], Any], action: str, not_found: str) -> bool:
+    """`call()` (a deletion); True when the resource is gone (already, or now), False while
+    EC2 refuses with DependencyViolation (it is still in use)."""
+    try:
+        call()
+    except ClientError as exc:
+        code = error_code(exc)
+        if code == not_found:
+            return True
+        if code == "DependencyViolation":
+            return False
+        raise translate(exc, action) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, action) from exc
+    return True
+
+
+def delete_subnet(client: Any, subnet_id: str) -> bool:
+    """Delete the subnet; True when it is gone, False while EC2 refuses with
+    DependencyViolation (network interfaces of deleted clusters linger for minutes)."""
+    return _delete_unless_in_use(lambda: client.delete_subnet(SubnetId=subnet_id),
+                                 f"deleting subnet {subnet_id}", "InvalidSubnetID.NotFound")
+
+
+def list_vpc_endpoints(client: Any, vpc_id: str, *, filters: dict[str, str] | None = None
+                       ) -> list[dict[str, Any]]:
+    """The VPC's endpoints (any type), as DescribeVpcEndpoints answers them."""
+    return [dict(e) for e in all_pages(
+        client, "describe_vpc_endpoints", "VpcEndpoints", f"listing endpoints of VPC {vpc_id}",
+        Filters=_filters({"vpc-id": vpc_id, **(filters or {})}))]
+
+
+def delete_vpc_endpoint(client: Any, vpc_endpoint_id: str) -> None:
+    """Start deleting the endpoint (one already gone is not an error: DeleteVpcEndpoints
+    reports it as unsuccessful, which is ignored)."""
+    action = f"deleting VPC endpoint {vpc_endpoint_id}"
+    try:
+        client.delete_vpc_endpoints(VpcEndpointIds=[vpc_endpoint_id])
+    except (ClientError, *NETWORK_ERRORS) as exc:
+        raise translate(exc, action) from exc
+
+
+def delete_route_table(client: Any, route_table_id: str) -> bool:
+    """Delete the table; True when it is gone, False while EC2 refuses with DependencyViolation
+    (a subnet is still associated: deleting the subnet removes its association)."""
+    return _delete_unless_in_use(
+        lambda: client.delete_route_table(RouteTableId=route_table_id),
+        f"deleting route table {route_table_id}", "InvalidRouteTableID.NotFound")
+
+
 def create_route_table(
     client: Any, vpc_id: str, tags: dict[str, str], client_token: str
 ) -> RouteTable:
@@ -348,6 +398,18 @@ def add_endpoint_route_table(client: Any, vpc_endpoint_id: str, route_table_id: 
     action = f"adding route table {route_table_id} to endpoint {vpc_endpoint_id}"
     try:
         client.modify_vpc_endpoint(VpcEndpointId=vpc_endpoint_id, AddRouteTableIds=[route_table_id])
+    except (ClientError, *NETWORK_ERRORS) as exc:
+        raise translate(exc, action) from exc
+
+
+def remove_endpoint_route_table(client: Any, vpc_endpoint_id: str, route_table_id: str
+                                ) -> None:
+    """Detach a route table from a gateway endpoint (the reverse of
+    `add_endpoint_route_table`)."""
+    action = f"removing route table {route_table_id} from endpoint {vpc_endpoint_id}"
+    try:
+        client.modify_vpc_endpoint(VpcEndpointId=vpc_endpoint_id,
+                                   RemoveRouteTableIds=[route_table_id])
     except (ClientError, *NETWORK_ERRORS) as exc:
         raise translate(exc, action) from exc
 

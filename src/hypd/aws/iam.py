@@ -217,6 +217,18 @@ def get_oidc_provider(client: Any, arn: str) -> OidcProvider | None:
     )
 
 
+def list_oidc_providers(client: Any) -> list[OidcProvider]:
+    """Every OIDC provider of the account, with its tags."""
+    providers = _call("listing IAM OIDC providers",
+                      lambda: client.list_open_id_connect_providers())
+    found = []
+    for provider in providers.get("OpenIDConnectProviderList") or []:
+        described = get_oidc_provider(client, str(provider["Arn"]))
+        if described is not None:
+            found.append(described)
+    return found
+
+
 def create_oidc_provider(client: Any, issuer: str, tags: dict[str, str]) -> str:
     """The provider's ARN; one that exists already is kept (EntityAlreadyExists)."""
     action = f"creating the IAM OIDC provider of {issuer}"

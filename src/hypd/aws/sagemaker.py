@@ -54,6 +54,19 @@ def _cluster_not_found(exc: ClientError) -> bool:
     )
 
 
+def find_endpoint(client: Any, name: str) -> dict[str, Any] | None:
+    """DescribeEndpoint's answer (a SageMaker endpoint an inference operator registered), or
+    None when it is gone."""
+    endpoint: dict[str, Any] | None = unless_not_found(
+        lambda: client.describe_endpoint(EndpointName=name),
+        f"describing SageMaker endpoint {name}",
+        _cluster_not_found,
+    )
+    if endpoint is not None:
+        endpoint.pop("ResponseMetadata", None)
+    return endpoint
+
+
 def create_cluster(client: Any, request: dict[str, Any]) -> None:
     """CreateCluster. A cluster of that name already there is not an error (a crashed
     earlier attempt may have made it): the caller describes it next."""

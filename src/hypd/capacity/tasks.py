@@ -238,16 +238,12 @@ def finish_capacity(task: OperationInput, services: CapacityServices) -> dict[st
             **strategy.result(request, context),
         }
 
-    operation = services.steps.succeed(task, output)
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.finish(task, output)
 
 
 @router.task("fail-capacity", FailInput)
 def fail_capacity(task: FailInput, services: CapacityServices) -> dict[str, Any]:
-    operation, _error = services.steps.fail(task)
-    if operation is None:
-        return {"operationId": task.operation_id, "stale": True}
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.fail_answer(task)
 
 
 def refresh_record(services: CapacityServices, operation: Operation, live: LiveCluster) -> None:

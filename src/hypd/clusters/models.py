@@ -66,6 +66,10 @@ class ClusterStatus(StrEnum):
     CREATING = "CREATING"
     ACTIVE = "ACTIVE"
     FAILED = "FAILED"
+    DELETING = "DELETING"
+    """A delete-cluster operation runs (or failed: a retry resumes it)."""
+    DELETED = "DELETED"
+    """Every resource hypd made for it is gone; the record stays with its operations."""
 
 
 class Cluster(_Model):
@@ -83,6 +87,8 @@ class Cluster(_Model):
     last_operation_id: str | None = Field(default=None, alias="lastOperationId")
     status: ClusterStatus | None = None
     """Set for a cluster hypd creates (CREATING until its create operation ends)."""
+    protection: bool = False
+    """Deletion protection (``PUT /clusters/{tag}/protection``): DELETE refuses while on."""
 
     @property
     def eks_name(self) -> str:

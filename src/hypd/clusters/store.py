@@ -19,6 +19,40 @@ class ClusterExists(ConflictError):
     code = "ClusterExists"
 
 
+class ClusterDeleting(ConflictError):
+    """A delete-cluster operation holds the cluster (running, or failed and resumable)."""
+
+    code = "ClusterDeleting"
+
+
+class ClusterDeleted(ConflictError):
+    """The cluster was torn down; its record stays with its operations."""
+
+    code = "ClusterDeleted"
+
+
+def require_not_deleted(cluster: Cluster | None) -> None:
+    """Refuse an operation on a cluster being deleted or deleted (its teardown's excepted).
+
+    Raises:
+        ClusterDeleting: its record is DELETING.
+        ClusterDeleted: its record is DELETED.
+    """
+    if cluster is None or cluster.status not in (ClusterStatus.DELETING, ClusterStatus.DELETED):
+        return
+    operation = cluster.last_operation_id
+    details = {"tag": cluster.tag, "status": cluster.status.value,
+               **({"operationId": operation} if operation else {})}
+    if cluster.status is ClusterStatus.DELETED:
+        raise ClusterDeleted(
+            f"cluster {cluster.tag} was deleted (operation {operation}); POST /clusters with "
+            "its tag creates it again", details=details)
+    raise ClusterDeleting(
+        f"cluster {cluster.tag} is being deleted by operation {operation}: follow it with "
+        f"GET /operations/{operation} (if it failed, POST /operations/{operation}/retry "
+        "resumes it)", details=details)
+
+
 @dataclass(frozen=True)
 class ClusterPage:
     clusters: list[Cluster]
@@ -106,16 +140,29 @@ class ClusterStore:
 
         The write is conditional on the record still describing the same resources (anchor).
         """
+        return self._update(tag, status=status, last_operation_id=operation_id)
+
+    def set_protection(self, tag: str, enabled: bool) -> Cluster | None:
+        """Turn the cluster's deletion protection on or off; None if there is no record."""
+        return self._update(tag, protection=enabled)
+
+    def forget(self, cluster: Cluster) -> bool:
+        """Remove the record of `cluster` (nothing in AWS is touched) while it still describes
+        the same resources (anchor); False when it is gone or changed."""
+        try:
+            self._table.delete(cluster_key(cluster.tag), condition="anchorArn = :anchor",
+                               values={":anchor": {"S": cluster.anchor_arn}})
+        except ConditionFailed:
+            return False
+        return True
+
+    def _update(self, tag: str, **changes: Any) -> Cluster | None:
+        """The record with `changes` (and a new updatedAt), written only while it still
+        describes the same resources (anchor); None when there is no record or it changed."""
         current = self.find(tag)
         if current is None:
             return None
-        changed = current.model_copy(
-            update={
-                "status": status,
-                "last_operation_id": operation_id,
-                "updated_at": clock.now_iso(),
-            }
-        )
+        changed = current.model_copy(update={**changes, "updated_at": clock.now_iso()})
         item = _item(changed)
         try:
             self._table.put(

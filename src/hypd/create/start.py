@@ -56,10 +56,12 @@ def created_cluster_arn(state_machine_arn: str, tag: str) -> tuple[str, str]:
 def orphaned_create_of(
     clusters: ClusterStore, operations: OperationStore, tag: str
 ) -> str | None:
-    """None when the tag is free; the operation id of an orphaned record of it (see below).
+    """None when the tag is free; the operation id of a record of it that a create may
+    replace (the conditional write checks the record still names that operation):
 
-    An orphan is a CREATING record whose create operation was never recorded (the function
-    crashed between the two writes) for longer than any start takes: it may be replaced.
+    - an orphan: a CREATING record whose create operation was never recorded (the function
+      crashed between the two writes) for longer than any start takes;
+    - a DELETED record: the tag's cluster was torn down; its operations stay in the history.
 
     Raises:
         ClusterExists: the tag is a cluster.
@@ -67,6 +69,8 @@ def orphaned_create_of(
     existing = clusters.find(tag)
     if existing is None:
         return None
+    if existing.status is ClusterStatus.DELETED and existing.last_operation_id:
+        return existing.last_operation_id
     if _is_orphan(existing, operations):
         assert existing.last_operation_id is not None
         return existing.last_operation_id

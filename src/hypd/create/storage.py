@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hypd.aws.errors import all_pages
-from hypd.aws.fsx import create_file_system
+from hypd.aws.fsx import create_file_system, list_file_systems
 from hypd.aws.s3 import bucket_exists
 from hypd.clusters.create_request import FsxDeploymentType, ResolvedCreate, StorageRequest
 from hypd.clusters.models import HYPD_TAG_KEY
@@ -135,8 +134,7 @@ def ensure_file_system(
 
 
 def find_file_system(fsx: Any, tag: str) -> dict[str, Any] | None:
-    systems = all_pages(fsx, "describe_file_systems", "FileSystems", "listing FSx file systems")
-    for system in systems:
+    for system in list_file_systems(fsx):
         tags = {t["Key"]: t.get("Value", "") for t in system.get("Tags", [])}
         if tags.get(HYPD_TAG_KEY) == tag and system.get("Lifecycle") not in ("DELETING",):
             return dict(system)

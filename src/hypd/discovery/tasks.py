@@ -162,14 +162,9 @@ def _recorded(operation: Operation) -> dict[str, Any]:
 
 @router.task("finish-discover", OperationInput)
 def finish_discover(task: OperationInput, services: DiscoverServices) -> dict[str, Any]:
-    operation = services.steps.succeed(task, _recorded)
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.finish(task, _recorded)
 
 
 @router.task("fail-discover", FailInput)
 def fail_discover(task: FailInput, services: DiscoverServices) -> dict[str, Any]:
-    operation, _error = services.steps.fail(task)
-    if operation is None:
-        # A superseded execution ends here; the operation belongs to its successor.
-        return {"operationId": task.operation_id, "stale": True}
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.fail_answer(task)

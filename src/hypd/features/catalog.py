@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from hypd.clusters.create_request import cluster_role_name
 from hypd.clusters.feature_request import FEATURE_NAMES
 
 
@@ -212,3 +213,17 @@ def role_of(key: str) -> FeatureRole:
             if role.key == key:
                 return role
     raise KeyError(key)
+
+
+def role_name(tag: str, role: FeatureRole) -> str:
+    """The name of cluster `tag`'s `role` (``hypd-{tag}-{key}``, hashed when long)."""
+    return cluster_role_name(tag, role.key, role.short, prefix=role.name_prefix)
+
+
+def role_arn(partition: str, account: str, tag: str, role: FeatureRole) -> str:
+    return f"arn:{partition}:iam::{account}:role{role.path}{role_name(tag, role)}"
+
+
+def workspace_alias(tag: str) -> str:
+    """The alias of the AMP workspace observability makes for cluster `tag`."""
+    return f"hypd-{tag}"

@@ -28,7 +28,9 @@ from hypd.features.catalog import (
     SHARED_PREREQUISITES,
     TRAINING_OPERATOR_MIN_GOVERNANCE,
     Feature,
+    role_arn,
     role_of,
+    workspace_alias,
 )
 from hypd.features.progress import CHECK_SECONDS, Progress, failed, step
 from hypd.features.roles import RoleContext, ensure_role, remove_role
@@ -68,7 +70,7 @@ class Reconciler:
         return {HYPD_TAG_KEY: self.tag, INSTALLED_BY_TAG: INSTALLED_BY_FEATURES}
 
     def _role_arn(self, snap: Snapshot, key: str) -> str:
-        return state.role_arn(snap.partition, snap.account, self.tag, role_of(key))
+        return role_arn(snap.partition, snap.account, self.tag, role_of(key))
 
     def _bucket(self, targets: dict[str, plan.FeatureTarget]) -> str | None:
         wanted = targets.get("inferenceOperator")
@@ -164,7 +166,7 @@ class Reconciler:
             with step("observability", "amp-workspace"):
                 if snap.workspace is None:
                     amp_api.create_workspace(
-                        self.clients.client("amp"), state.workspace_alias(self.tag),
+                        self.clients.client("amp"), workspace_alias(self.tag),
                         {"SageMaker": "true", **self._tags()}, f"{self.token}-amp",
                     )
                     actions.append("create AMP workspace")

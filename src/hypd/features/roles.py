@@ -14,8 +14,7 @@ from typing import Any
 
 from hypd.aws import iam as iam_api
 from hypd.clusters.models import HYPD_TAG_KEY
-from hypd.features.catalog import FeatureRole, Trust
-from hypd.features.state import role_name
+from hypd.features.catalog import FeatureRole, Trust, role_name
 
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 

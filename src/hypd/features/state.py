@@ -17,11 +17,7 @@ from hypd.aws import amp as amp_api
 from hypd.aws import eks as eks_api
 from hypd.aws import iam as iam_api
 from hypd.aws import sagemaker as sagemaker_api
-from hypd.clusters.create_request import (
-    cluster_role_name,
-    eks_cluster_name,
-    hyperpod_cluster_name,
-)
+from hypd.clusters.create_request import eks_cluster_name, hyperpod_cluster_name
 from hypd.errors import PermanentError, TemporaryError
 from hypd.features.catalog import (
     FEATURES,
@@ -29,7 +25,8 @@ from hypd.features.catalog import (
     INSTALLED_BY_TAG,
     SHARED_PREREQUISITES,
     Feature,
-    FeatureRole,
+    role_name,
+    workspace_alias,
 )
 from hypd.kubernetes.apply import list_objects, not_ready, read_object
 
@@ -120,18 +117,6 @@ class Snapshot:
 
     def enabled_features(self) -> list[Feature]:
         return [f for f in FEATURES.values() if self.enabled(f)]
-
-
-def role_name(tag: str, role: FeatureRole) -> str:
-    return cluster_role_name(tag, role.key, role.short, prefix=role.name_prefix)
-
-
-def role_arn(partition: str, account: str, tag: str, role: FeatureRole) -> str:
-    return f"arn:{partition}:iam::{account}:role{role.path}{role_name(tag, role)}"
-
-
-def workspace_alias(tag: str) -> str:
-    return f"hypd-{tag}"
 
 
 # ---------------------------------------------------------------------------- read

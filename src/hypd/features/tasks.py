@@ -157,8 +157,7 @@ def finish_team(task: OperationInput, services: FeatureServices) -> dict[str, An
         quota = teams.find_quota(services.client("sagemaker"), work.cluster_arn, work.team)
         return {"tag": work.tag, "team": teams.team_view(quota) if quota else None}
 
-    operation = services.steps.succeed(task, output)
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.finish(task, output)
 
 
 @router.task("fail-team", FailInput)
@@ -175,13 +174,9 @@ def finish_features(task: OperationInput, services: FeatureServices) -> dict[str
         )
         return dict(state.views(snapshot))
 
-    operation = services.steps.succeed(task, output)
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.finish(task, output)
 
 
 @router.task("fail-features", FailInput)
 def fail_features(task: FailInput, services: FeatureServices) -> dict[str, Any]:
-    operation, _error = services.steps.fail(task)
-    if operation is None:
-        return {"operationId": task.operation_id, "stale": True}
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.fail_answer(task)

@@ -101,6 +101,10 @@ SPECS: Mapping[OperationKind, OperationSpec] = {
                       "WorkloadStateMachine", Lock.WORKLOAD, resumes=True),
         OperationSpec(K.DELETE_ENDPOINT, ("delete",), "WorkloadStateMachine", Lock.WORKLOAD,
                       resumes=True),
+        OperationSpec(K.DELETE_CLUSTER,
+                      ("workloads", "governance", "hyperpod", "addons", "eks", "storage",
+                       "network", "roles", "record"),
+                      "DeleteClusterStateMachine", Lock.CLUSTER, resumes=True),
     )
 }
 del K

@@ -68,6 +68,7 @@ class OperationKind(StrEnum):
     DELETE_TRAINING_JOB = "delete-training-job"
     DEPLOY_ENDPOINT = "deploy-endpoint"
     DELETE_ENDPOINT = "delete-endpoint"
+    DELETE_CLUSTER = "delete-cluster"
 
 
 class _Model(BaseModel):

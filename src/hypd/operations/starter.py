@@ -21,7 +21,7 @@ from hypd import clock
 from hypd.aws import stepfunctions
 from hypd.aws.dynamodb import ConditionFailed, TransactionConflict, Write
 from hypd.clusters.models import Cluster, ClusterStatus
-from hypd.clusters.store import ClusterStore, cluster_exists
+from hypd.clusters.store import ClusterStore, cluster_exists, require_not_deleted
 from hypd.errors import ConflictError, HypdError
 from hypd.operations import lifecycle
 from hypd.operations.kinds import lock_scope, spec_of
@@ -104,12 +104,17 @@ class Starter:
         error is raised.
 
         Raises:
+            ClusterDeleting, ClusterDeleted: the operation's cluster is being, or was, torn
+                down (a teardown itself excepted).
             ConflictError: another operation that has not ended holds the lock of this scope
                 (`details.operationId` names it), or the operation id is taken.
             ClusterExists: `new_cluster`'s tag is a cluster already.
             TemporaryError, PermanentError: Step Functions refused to start the execution.
         """
         machine = self.state_machine_arn(operation.kind)
+        if (operation.cluster_tag and new_cluster is None
+                and operation.kind is not OperationKind.DELETE_CLUSTER):
+            require_not_deleted(self.clusters.find(operation.cluster_tag))
         self._record(operation, new_cluster, replaces_orphan_of)
         return self._execute(
             operation, name=operation.id, machine=machine, resume_from=operation.stages[0].name

@@ -94,6 +94,11 @@ def dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", by_alias=True)
 
 
+def answer(operation: Operation) -> dict[str, Any]:
+    """What a task that ends an operation answers the state machine."""
+    return {"operationId": operation.id, "status": operation.status.value}
+
+
 class Steps:
     """The stage bookkeeping of one operation store, for task functions."""
 
@@ -183,6 +188,20 @@ class Steps:
         )
         self.release(operation)
         return operation
+
+    def finish(
+        self, task: OperationInput, output: Callable[[Operation], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """`succeed`, as the machine's last task answers it."""
+        return answer(self.succeed(task, output))
+
+    def fail_answer(self, task: FailInput) -> dict[str, Any]:
+        """`fail`, as the machine's failure recorder answers it (a stale execution's:
+        ``stale``, the operation belongs to its successor)."""
+        operation, _error = self.fail(task)
+        if operation is None:
+            return {"operationId": task.operation_id, "stale": True}
+        return answer(operation)
 
     def fail(self, task: FailInput) -> tuple[Operation | None, ErrorInfo]:
         """Record the error the state machine caught on the operation and release its lock.

@@ -9,11 +9,13 @@ from hypd.features.tasks import router as feature_tasks
 from hypd.operations.locks import LockStore
 from hypd.operations.store import OperationStore
 from hypd.tasks import TaskRouter
+from hypd.teardown.cluster_tasks import router as teardown_tasks
 from hypd.wiring import table
 from hypd.workloads.tasks import router as workload_tasks
 
-router = TaskRouter.union(feature_tasks, workload_tasks)
-"""Every task FeatureTasksFunction runs: the set-features, team and workload machines'."""
+router = TaskRouter.union(feature_tasks, workload_tasks, teardown_tasks)
+"""Every task FeatureTasksFunction runs: the set-features, team and workload machines', and the
+delete-cluster machine's Kubernetes-side stages."""
 
 
 def services(settings: FeatureTaskSettings) -> FeatureServices:

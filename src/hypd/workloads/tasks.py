@@ -174,8 +174,7 @@ def finish(task: OperationInput, services: FeatureServices) -> dict[str, Any]:
             result["job"] = views.job_summary(obj)
         return result
 
-    operation = services.steps.succeed(task, output)
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.finish(task, output)
 
 
 @router.task("fail-workload", FailInput)

@@ -26,6 +26,7 @@ from hypd_local.emulator.eks_model import (
     _Update,
     _uuid,
 )
+from hypd_local.emulator.interfaces import Interface
 from hypd_local.emulator.service import operation
 from hypd_local.partitions import dns_suffix
 
@@ -161,11 +162,13 @@ class Clusters(AccessEntries, Addons):
             valid = [z for z in sorted(region_zones) if z not in self.unsupported_zones]
             raise _unsupported_zone(name, refused[0], valid)
 
-    def _finish_cluster_create(self, cluster: _Cluster, failure: str | None, _t: datetime) -> None:
+    def _finish_cluster_create(self, cluster: _Cluster, failure: str | None, _t: datetime
+                               ) -> None:
         if self._clusters.get(cluster.name) is not cluster or cluster.status != "CREATING":
             return
         if failure is None:
             cluster.status = "ACTIVE"
+            cluster.active_since = _t
         else:
             cluster.status = "FAILED"
             cluster.failure = {"code": "InternalFailure", "message": failure, "resourceIds": []}
@@ -193,10 +196,26 @@ class Clusters(AccessEntries, Addons):
         self._advance()
         return _PAGES.listing("clusters", sorted(self._clusters), params)
 
-    @operation
     def delete_cluster(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        # Who uses the cluster is asked before the EKS lock is taken: HyperPod asks EKS
+        # under its own lock (CreateCluster), so the other order could deadlock.
+        users = self._hyperpod_users(self._arn(f"cluster/{params['name']}"))
+        return self._delete_cluster(params, users)
+
+    @operation
+    def _delete_cluster(self, params: Mapping[str, Any], hyperpod: list[str]) -> dict[str, Any]:
+        """DeleteCluster. Refused (ResourceInUseException) while a HyperPod cluster, even one
+        Deleting, is orchestrated by it: HyperPod's documentation says to delete HyperPod
+        first; the message is the emulator's, in EKS's words for node groups ("Cluster has
+        nodegroups attached")."""
         now = self._now()
         cluster = self._cluster(params["name"])
+        if hyperpod:
+            raise _in_use(
+                f"Cluster has SageMaker HyperPod clusters attached: {', '.join(hyperpod)}. "
+                "Delete them (and wait until they are gone) first.",
+                clusterName=cluster.name,
+            )
         if cluster.deletion_protection:
             raise _invalid_request(
                 f"Cluster {cluster.name} has deletion protection enabled; disable it first.",
@@ -211,14 +230,39 @@ class Clusters(AccessEntries, Addons):
         for addon in cluster.addons.values():
             addon.status = "DELETING"
         due = now + timedelta(seconds=self.durations.cluster_delete)
-        self._at(due, lambda _t: self._finish_cluster_delete(cluster))
+        self._at(due, lambda t: self._finish_cluster_delete(cluster, t))
         return {"cluster": self._describe_cluster(cluster)}
 
-    def _finish_cluster_delete(self, cluster: _Cluster) -> None:
-        if self._clusters.get(cluster.name) is cluster:
-            del self._clusters[cluster.name]
-            self._endpoints.pop(cluster.name, None)
-            self._certificate_authorities.pop(cluster.name, None)
+    def _finish_cluster_delete(self, cluster: _Cluster, t: datetime) -> None:
+        if self._clusters.get(cluster.name) is not cluster:
+            return
+        del self._clusters[cluster.name]
+        self._endpoints.pop(cluster.name, None)
+        self._certificate_authorities.pop(cluster.name, None)
+        cluster.deleted_at = t
+        if cluster.active_since is not None:
+            # its interfaces stay a while; the timer makes their end a scheduled change
+            self._lingering.append(cluster)
+            self._at(t + timedelta(seconds=self.durations.eni_linger),
+                     lambda _t: self._lingering.remove(cluster))
+
+    def network_interfaces(self) -> list[Interface]:
+        """The control plane's two interfaces ("Amazon EKS <name>", the description EKS gives
+        them) of every cluster that came up, in its first two subnets with its security
+        groups, until ``eni_linger`` after it is deleted."""
+        with self._lock:
+            self._advance()
+            clusters = [c for c in self._clusters.values() if c.active_since is not None]
+            found: list[Interface] = []
+            for cluster in clusters + self._lingering:
+                vpc = cluster.spec["resourcesVpcConfig"]
+                subnets: list[str] = vpc["subnetIds"]
+                for index in range(2):
+                    found.append(Interface(
+                        f"eks:{cluster.arn}:{cluster.created_at.isoformat()}:{index}",
+                        subnets[index % len(subnets)], tuple(vpc["securityGroupIds"]),
+                        f"Amazon EKS {cluster.name}"))
+            return found
 
     @operation
     def update_cluster_config(self, params: Mapping[str, Any]) -> dict[str, Any]:

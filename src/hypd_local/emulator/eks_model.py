@@ -78,10 +78,15 @@ class EksDurations:
     cluster_create_min: float = 8 * 60
     cluster_create_max: float = 12 * 60
     cluster_delete: float = 4 * 60
+    """DeleteCluster keeps the cluster DELETING this long (made up; the ClusterDeleted waiter
+    allows 20 minutes)."""
     cluster_update: float = 2 * 60
     addon_create: float = 60
     addon_update: float = 45
     addon_delete: float = 30
+    eni_linger: float = 5 * 60
+    """The control plane's network interfaces stay this long after the cluster is gone (made
+    up: EKS documents that they outlive it, not for how long)."""
     seed: int = 0
 
     def cluster_create(self, name: str) -> float:
@@ -245,6 +250,9 @@ class _Cluster:
     """Pod identity associations by associationId, in creation order."""
     preserved: set[str] = field(default_factory=set)
     """Add-ons deleted with ``preserve``: their software still runs in the cluster, unmanaged."""
+    active_since: datetime | None = None
+    """When the control plane came up (and its network interfaces with it)."""
+    deleted_at: datetime | None = None
 
 
 # --------------------------------------------------------------------------- helpers

@@ -55,6 +55,7 @@ class EksState(ServiceEmulator):
         subnet_zone: Callable[[str], str | None] | None = None,
         region_zones: Callable[[], list[str]] | None = None,
         unsupported_zones: Iterable[str] | None = None,
+        hyperpod_users: Callable[[str], list[str]] | None = None,
     ) -> None:
         if missing_prerequisite_status not in ("DEGRADED", "CREATE_FAILED"):
             raise ValueError("missing_prerequisite_status must be DEGRADED or CREATE_FAILED")
@@ -74,6 +75,10 @@ class EksState(ServiceEmulator):
             lambda: f"arn:{self.partition}:iam::{account_id}:user/moto")
         self.missing_prerequisite_status = missing_prerequisite_status
         self._clusters: dict[str, _Cluster] = {}
+        # deleted clusters whose network interfaces are still there (`eni_linger`)
+        self._lingering: list[_Cluster] = []
+        # an EKS cluster's ARN -> the HyperPod clusters it orchestrates (not gone)
+        self._hyperpod_users = hyperpod_users or (lambda _arn: [])
         self._timers: list[tuple[datetime, int, Callable[[datetime], None]]] = []
         self._seq = itertools.count()
         self._fail_next: Injections[str | None] = Injections()

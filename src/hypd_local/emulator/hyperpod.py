@@ -23,6 +23,7 @@ from hypd_local.emulator.hyperpod_clusters import HyperPodClusters
 from hypd_local.emulator.hyperpod_core import Emit
 from hypd_local.emulator.hyperpod_events import CLUSTER_EVENT, NODE_HEALTH, SOURCE, STATE_CHANGE
 from hypd_local.emulator.hyperpod_governance import HyperPodGovernance
+from hypd_local.emulator.hyperpod_network import HyperPodNetwork
 from hypd_local.emulator.hyperpod_nodes import HyperPodNodes
 from hypd_local.emulator.hyperpod_plans import HyperPodPlans
 from hypd_local.emulator.hyperpod_state import Health, HyperPodDurations
@@ -38,7 +39,8 @@ AUTOSCALING_FAILS = (
 )
 
 
-class HyperPodEmulator(HyperPodClusters, HyperPodNodes, HyperPodPlans, HyperPodGovernance):
+class HyperPodEmulator(HyperPodClusters, HyperPodNodes, HyperPodPlans, HyperPodGovernance,
+                       HyperPodNetwork):
     """SageMaker HyperPod clusters, nodes, training plans and task governance (scheduler
     configs, compute quotas) on a virtual clock."""
 
@@ -115,6 +117,16 @@ class HyperPodEmulator(HyperPodClusters, HyperPodNodes, HyperPodPlans, HyperPodG
                 self._reboot(c, node, start)
             else:
                 self._replace(c, node, start)
+
+    def orchestrated_by(self, eks_arn: str) -> list[str]:
+        """The names of the clusters not gone (Deleting ones too) whose
+        ``Orchestrator.Eks.ClusterArn`` is ``eks_arn``: EKS refuses to delete it meanwhile."""
+        with self._lock:
+            now = self._now()
+            return [c.name for c in self._clusters.values()
+                    if c.status.at(now) is not None
+                    and ((c.spec.get("Orchestrator") or {}).get("Eks") or {}).get(
+                        "ClusterArn") == eks_arn]
 
     def add_training_plan(self, seed: TrainingPlanSeed) -> str:
         """Seed one more training plan; returns its ARN."""

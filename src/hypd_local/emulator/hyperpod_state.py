@@ -24,6 +24,8 @@ class HyperPodDurations:
     cluster_create: timedelta = timedelta(minutes=15)
     cluster_update: timedelta = timedelta(minutes=2)
     cluster_delete: timedelta = timedelta(minutes=10)
+    """DeleteCluster keeps the cluster Deleting this long, then it is gone (made up: AWS
+    documents no duration; deletions take minutes)."""
     node_boot: timedelta = timedelta(minutes=8)
     deep_health_check: timedelta = timedelta(minutes=75)
     """After boot, a node of a group with OnStartDeepHealthChecks stays DeepHealthCheckInProgress
@@ -44,6 +46,9 @@ class HyperPodDurations:
     CreateFailed without the task governance add-on)."""
     governance_update: timedelta = timedelta(minutes=1)
     governance_delete: timedelta = timedelta(seconds=30)
+    eni_linger: timedelta = timedelta(minutes=5)
+    """A node's network interface stays this long after the node is gone (made up: AWS
+    documents that SageMaker's interfaces outlive their instances, not for how long)."""
 
     def with_changes(self, **changes: timedelta) -> HyperPodDurations:
         return replace(self, **changes)

@@ -21,7 +21,10 @@ One module per service patched, each saying what it changes and why:
 - `botocore`: botocore's retry and waiter sleeps advance the virtual clock.
 - `server`: moto's module list read once, not on every request.
 - `cloudformation`: stacks authorised as their role, tagged like CloudFormation, their EC2
-  resources deleted.
+  resources deleted; a deletion EC2 refuses leaves the stack DELETE_FAILED, and a later
+  DeleteStack retries.
+- `ec2`: a subnet, security group or VPC a network interface holds is not deleted
+  (DependencyViolation).
 
 `engine` holds the active engine and what the patches share (`replace`, `VirtualTime`,
 `poke`).
@@ -34,6 +37,7 @@ from hypd_local.patches import (
     awslambda,
     botocore,
     cloudformation,
+    ec2,
     events,
     fsx,
     sagemaker,
@@ -115,4 +119,5 @@ def install() -> None:
         stepfunctions.patch_asl_parser()
         stepfunctions.patch_interpreter_clients()
         cloudformation.patch_cloudformation()
+        ec2.patch_ec2()
         _installed = True

@@ -5,10 +5,20 @@ are authorised as the stack's role (hypd_local.iam.stacks); a denied one fails t
 rolls the stack back. The EC2 resources get the stack's tags. ``ResourceMap.delete``: the EC2
 types moto's CloudFormation cannot delete (routes, associations, endpoints, NAT gateways,
 addresses, route tables, gateways) are deleted through the EC2 backend.
+
+``Stack.delete`` / ``CloudFormationBackend.delete_stack`` (DeleteStack): resources are deleted
+in reverse dependency order (a resource once nothing left in the stack refers to it: ``Ref``,
+``Fn::GetAtt``, ``Fn::Sub``, ``DependsOn``). A deletion the service refuses (EC2's
+DependencyViolation while a network interface holds a subnet or group) is the resource's
+DELETE_FAILED with the service's message as its status reason, what it depends on is left
+alone, and the stack is DELETE_FAILED ("The following resource(s) failed to delete: [...]"),
+still listed and described; a later DeleteStack retries what is left, as CloudFormation does.
+moto instead dropped the stack and answered DeleteStack with the refusal.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hypd_local.iam.stacks import StackResource
@@ -132,6 +142,104 @@ def patch_cloudformation() -> None:
     replace(models.Stack, "create_resources", patched_create)
     replace(models.Stack, "update", patched_update)
     replace(parsing.ResourceMap, "delete", _delete_stack_resources)
+    _patch_delete_stack()
+
+
+class _DeleteFailed(Exception):
+    """A stack's deletion ended DELETE_FAILED: the backend keeps the stack."""
+
+
+def _patch_delete_stack() -> None:
+    from moto.cloudformation import models
+
+    delete_stack = models.CloudFormationBackend.delete_stack
+
+    def patched_stack_delete(self: Any) -> None:
+        self._add_stack_event("DELETE_IN_PROGRESS", resource_status_reason="User Initiated")
+        failed = _delete_in_dependency_order(self)
+        if failed:
+            reason = f"The following resource(s) failed to delete: [{', '.join(failed)}]. "
+            self.status = "DELETE_FAILED"
+            self.stack_status_reason = reason
+            self._add_stack_event("DELETE_FAILED", resource_status_reason=reason)
+            raise _DeleteFailed(self.stack_id)
+        self.stack_status_reason = None
+        self._add_stack_event("DELETE_COMPLETE")
+        self.status = "DELETE_COMPLETE"
+
+    def patched_delete_stack(self: Any, name_or_stack_id: str) -> None:
+        stack = self.stacks.get(name_or_stack_id) or next(
+            (s for s in self.stacks.values() if s.name == name_or_stack_id), None)
+        try:
+            delete_stack(self, name_or_stack_id)
+        except _DeleteFailed:
+            assert stack is not None
+            self.stacks[stack.stack_id] = stack  # moto took it out before deleting it
+
+    replace(models.Stack, "delete", patched_stack_delete)
+    replace(models.CloudFormationBackend, "delete_stack", patched_delete_stack)
+
+
+def _references(declared: Any) -> set[str]:
+    """The logical ids a resource's declaration refers to."""
+    found: set[str] = set()
+    if isinstance(declared, dict):
+        for key, value in declared.items():
+            if key == "Ref" and isinstance(value, str):
+                found.add(value)
+            elif key == "Fn::GetAtt":
+                target = value[0] if isinstance(value, list) else str(value).split(".")[0]
+                found.add(str(target))
+            elif key == "Fn::Sub":
+                text = value[0] if isinstance(value, list) else value
+                found |= {ref.split(".")[0] for ref in re.findall(r"\$\{([^}!]+)\}", str(text))}
+                found |= _references(value[1] if isinstance(value, list) else None)
+            elif key == "DependsOn":
+                found |= {value} if isinstance(value, str) else set(value)
+            else:
+                found |= _references(value)
+    elif isinstance(declared, list):
+        for item in declared:
+            found |= _references(item)
+    return found
+
+
+def _delete_in_dependency_order(stack: Any) -> list[str]:
+    """Delete the stack's resources, each once no resource left refers to it; the logical ids
+    whose deletion was refused (each gets its DELETE_FAILED event), in the order tried."""
+    resource_map = stack.resource_map
+    declared = resource_map._resource_json_map
+    left = [n for n in resource_map._parsed_resources if n in declared
+            and declared[n].get("DeletionPolicy") != "Retain"]
+    needs = {n: _references(declared[n]) & set(left) - {n} for n in left}
+    failed: list[str] = []
+    while True:
+        ready = [n for n in reversed(left) if n not in failed
+                 and not any(n in needs[other] for other in left if other != n)]
+        if not ready:
+            return failed
+        for name in ready:
+            try:
+                _delete_ec2_resource(resource_map, name)
+            except Exception as exc:  # the service refused: CloudFormation reports it
+                failed.append(name)
+                _resource_event(stack, name, str(declared[name].get("Type")), "DELETE_FAILED",
+                                _refusal_reason(exc))
+            else:
+                left.remove(name)
+                resource_map._parsed_resources.pop(name, None)
+                # gone from the stack (moto would make a declared resource again to list it)
+                resource_map._resource_json_map = {
+                    k: v for k, v in resource_map._resource_json_map.items() if k != name}
+
+
+def _refusal_reason(exc: Exception) -> str:
+    """The status reason CloudFormation gives a refused deletion: the service's message with
+    its code, as CloudFormation quotes EC2 (e.g. "The subnet 'subnet-...' has dependencies and
+    cannot be deleted. (Service: Ec2, Status Code: 400, ...)")."""
+    code = getattr(exc, "code", None) or type(exc).__name__
+    message = getattr(exc, "message", None) or str(exc)
+    return f"{message} (Service: Ec2, Status Code: 400, Error Code: {code})"
 
 
 def _delete_ec2_resource(resource_map: Any, name: str) -> None:
@@ -158,7 +266,9 @@ def _delete_ec2_resource(resource_map: Any, name: str) -> None:
     elif kind == "AWS::EC2::VPCEndpoint":
         ec2.delete_vpc_endpoints([ident])
     elif kind == "AWS::EC2::NatGateway":
-        ec2.delete_nat_gateway(ident)
+        gateway = ec2.delete_nat_gateway(ident)
+        # its interface goes with it (moto keeps it, and it would hold the subnet)
+        ec2.enis.pop(gateway._eni.id, None)
     elif kind == "AWS::EC2::EIP":
         ec2.release_address(allocation_id=getattr(resource, "allocation_id", None))
     elif kind == "AWS::EC2::RouteTable":

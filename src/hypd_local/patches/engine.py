@@ -8,6 +8,7 @@ time (moto's backends are global too).
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
@@ -89,6 +90,15 @@ class VirtualTime:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(time, name)
+
+
+def elapsed(since: Any, seconds: float) -> bool:
+    """Whether ``seconds`` of virtual time have passed since ``since`` (an aware datetime, or
+    None: never), on the active engine's clock (False without one)."""
+    engine = active()
+    if since is None or engine is None:
+        return False
+    return bool(engine.clock.now() >= since + datetime.timedelta(seconds=seconds))
 
 
 def poke() -> None:

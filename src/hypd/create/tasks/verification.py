@@ -87,8 +87,7 @@ def finish_create(task: OperationInput, services: CreateServices) -> dict[str, A
         record = _record_cluster(services, operation, resolved, status=ClusterStatus.ACTIVE)
         return create_summary(operation, record)
 
-    operation = services.steps.succeed(task, output)
-    return {"operationId": operation.id, "status": operation.status.value}
+    return services.steps.finish(task, output)
 
 
 @router.task("fail-create", FailInput)

@@ -1,0 +1,79 @@
+"""EC2: what a network interface holds cannot be deleted under it; a deleted subnet's
+route-table associations go with it.
+
+moto deletes a subnet or a security group whatever network interfaces are in it (and a VPC
+once its subnets are gone). EC2 refuses with ``DependencyViolation`` while an interface is in
+the subnet, uses the group, or is in the VPC; the messages are EC2's (as CloudFormation and
+Terraform users quote them: aws-cloudformation/cloudformation-coverage-roadmap#1327,
+aws/aws-cdk#14456). The local cloud's services leave interfaces behind for a while after
+their clusters are gone (`hypd_local.emulation_network`), so a teardown in the wrong order,
+or too early, fails here as it does on AWS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypd_local.patches.engine import active, replace
+
+
+def _interfaces(backend: Any) -> list[Any]:
+    return list(backend.enis.values())
+
+
+def subnet_in_use(backend: Any, subnet_id: str) -> bool:
+    return any(getattr(eni.subnet, "id", None) == subnet_id for eni in _interfaces(backend))
+
+
+def group_in_use(backend: Any, group_id: str) -> bool:
+    return any(getattr(group, "id", group) == group_id
+               for eni in _interfaces(backend) for group in eni.group_set)
+
+
+def vpc_in_use(backend: Any, vpc_id: str) -> bool:
+    return any(getattr(eni.subnet, "vpc_id", None) == vpc_id for eni in _interfaces(backend))
+
+
+def drop_associations(backend: Any, subnet_id: str) -> None:
+    """A deleted subnet's route-table associations go with it, as in EC2 (moto keeps them,
+    and then refuses to delete the table: DependencyViolation)."""
+    for table in backend.route_tables.values():
+        for association, subnet in list(table._associations.items()):
+            if subnet == subnet_id:
+                del table._associations[association]
+
+
+def patch_ec2() -> None:
+    from moto.ec2.exceptions import DependencyViolationError
+    from moto.ec2.models import EC2Backend
+
+    delete_subnet = EC2Backend.delete_subnet
+    delete_security_group = EC2Backend.delete_security_group
+    delete_vpc = EC2Backend.delete_vpc
+
+    def patched_delete_subnet(self: Any, subnet_id: str) -> Any:
+        if active() is not None and subnet_in_use(self, subnet_id):
+            raise DependencyViolationError(
+                f"The subnet '{subnet_id}' has dependencies and cannot be deleted.")
+        deleted = delete_subnet(self, subnet_id)
+        if active() is not None:
+            drop_associations(self, subnet_id)
+        return deleted
+
+    def patched_delete_security_group(self: Any, name: str | None = None,
+                                      group_id: str | None = None) -> Any:
+        if active() is not None:
+            group = self.get_security_group_by_name_or_id(group_id or name)
+            if group is not None and group_in_use(self, group.id):
+                raise DependencyViolationError(f"resource {group.id} has a dependent object")
+        return delete_security_group(self, name=name, group_id=group_id)
+
+    def patched_delete_vpc(self: Any, vpc_id: str) -> Any:
+        if active() is not None and vpc_in_use(self, vpc_id):
+            raise DependencyViolationError(
+                f"The vpc '{vpc_id}' has dependencies and cannot be deleted.")
+        return delete_vpc(self, vpc_id)
+
+    replace(EC2Backend, "delete_subnet", patched_delete_subnet)
+    replace(EC2Backend, "delete_security_group", patched_delete_security_group)
+    replace(EC2Backend, "delete_vpc", patched_delete_vpc)
