@@ -1,22 +1,33 @@
 """Teardown end to end through the REST API on the local cloud: the plan, the refusals, and a
 cluster created with FSx, features, a job and an endpoint deleted to nothing (every emulated
-service lists none of its resources; the bucket stays), the plan matching what was deleted."""
+service lists none of its resources; the buckets stay), the plan matching what was deleted,
+resource for resource; a fault in each stage, then a retry; a discovered cluster forgotten,
+never deleted; what a deleted cluster's tag allows afterwards."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from hypd_cli.api_client import ApiClient, ApiError
+from hypd_cli.demo import follow
+from hypd_local.seed import ClusterSeed, seed_clusters
 from tests.e2e.capacity import CLUSTER, TAG, run, stages
-from tests.e2e.test_workloads import INFERENCE_ON, TRAINING_ON, create, job_body
+from tests.e2e.test_workloads import INFERENCE_ON, TLS_BUCKET, TRAINING_ON, create, job_body
+from tests.support import create_body, group_body
 
 TEARDOWN_STAGES = ["workloads", "governance", "hyperpod", "addons", "eks", "storage",
                    "network", "roles", "record"]
+GOVERNANCE_ON = {"taskGovernance": {"enabled": True}}
+TEAM = {"resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}]}
+FALCON = {"name": "falcon", "instanceType": "ml.g6.4xlarge", "replicas": 1,
+          "jumpStart": {"modelId": "huggingface-llm-falcon-7b-bf16", "acceptEula": True},
+          "sageMakerEndpointName": "falcon"}
 
 
-def refused(call: Any) -> ApiError:
+def refused(call: Callable[[], Any]) -> ApiError:
     with pytest.raises(ApiError) as caught:
         call()
     return caught.value
@@ -24,108 +35,270 @@ def refused(call: Any) -> ApiError:
 
 def world(cloud: Any) -> dict[str, list[str]]:
     """What every emulated service lists for the cluster now."""
-    sagemaker, eks = cloud.client("sagemaker"), cloud.client("eks")
+    sagemaker, eks, ec2 = cloud.client("sagemaker"), cloud.client("eks"), cloud.client("ec2")
     stacks = [s["StackName"] for s in cloud.client("cloudformation").list_stacks()[
         "StackSummaries"] if s["StackStatus"] != "DELETE_COMPLETE"]
+    tagged = [{"Name": "tag:hypd:tag", "Values": [TAG]}]
+    stack_tagged = [{"Name": "tag:aws:cloudformation:stack-name",
+                     "Values": [f"hypd-{TAG}-network"]}]
     return {
         "hyperpod": [c["ClusterName"] for c in sagemaker.list_clusters()["ClusterSummaries"]],
         "eks": list(eks.list_clusters()["clusters"]),
         "fsx": [f["FileSystemId"] for f in cloud.client("fsx").describe_file_systems()[
             "FileSystems"]],
         "stacks": stacks,
-        "subnets": [s["SubnetId"] for s in cloud.client("ec2").describe_subnets(Filters=[
-            {"Name": "tag:hypd:tag", "Values": [TAG]}])["Subnets"]],
+        "vpcs": [v["VpcId"] for v in ec2.describe_vpcs(Filters=stack_tagged)["Vpcs"]],
+        "subnets": [s["SubnetId"] for s in ec2.describe_subnets(Filters=tagged)["Subnets"]],
+        "interfaces": [n["NetworkInterfaceId"] for n in ec2.describe_network_interfaces()[
+            "NetworkInterfaces"]],
         "roles": [r["RoleName"] for r in cloud.client("iam").list_roles()["Roles"]
                   if r["RoleName"].startswith(f"hypd-{TAG}-")],
         "oidc": [p["Arn"] for p in cloud.client("iam").list_open_id_connect_providers()[
             "OpenIDConnectProviderList"]],
         "quotas": [q["Name"] for q in sagemaker.list_compute_quotas()["ComputeQuotaSummaries"]],
+        "schedulerConfigs": [c["Name"] for c in sagemaker.list_cluster_scheduler_configs()[
+            "ClusterSchedulerConfigSummaries"] if c["Status"] != "Deleted"],
         "endpoints": [e["EndpointName"] for e in sagemaker.list_endpoints()["Endpoints"]],
+        "workspaces": [w["alias"] for w in cloud.client("amp").list_workspaces()["workspaces"]],
     }
 
 
+def nothing_left(cloud: Any) -> None:
+    left = world(cloud)
+    assert left == {key: [] for key in left}
+
+
+def by_stage(steps: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
+    return {s["stage"]: sorted((r["type"], r["name"]) for r in s["resources"]) for s in steps}
+
+
+def deleted_by_stage(operation: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    return by_stage([{"stage": name, "resources": (stage.get("output") or {}).get("deleted")
+                      or []} for name, stage in stages(operation).items()])
+
+
+def create_with_fsx(api: ApiClient, cloud: Any, features: dict[str, Any]) -> None:
+    s3 = cloud.client("s3")
+    for bucket in ("team-data", TLS_BUCKET):
+        s3.create_bucket(Bucket=bucket,
+                         CreateBucketConfiguration={"LocationConstraint": cloud.region})
+    body = create_body(storage={"fsx": {"storageCapacityGiB": 1200}}, features=features)
+    operation = follow(api, cloud, str(api.post("/clusters", body)["operationId"]), timeout=240)
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+
+
 def test_a_full_cluster_is_torn_down_to_nothing(api: ApiClient, cloud: Any) -> None:
-    create(api, cloud, {**TRAINING_ON, **INFERENCE_ON, "taskGovernance": {"enabled": True}})
-    team = {"resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}]}
-    assert run(api, cloud, api.set_team(TAG, "ml", team))["status"] == "SUCCEEDED"
+    create_with_fsx(api, cloud, {**TRAINING_ON, **INFERENCE_ON, **GOVERNANCE_ON,
+                                 "observability": {"enabled": True}})
+    assert run(api, cloud, api.set_team(TAG, "ml", TEAM))["status"] == "SUCCEEDED"
+    deployed = run(api, cloud, api.call("deployInferenceEndpoint", tag=TAG, body=FALCON))
+    assert deployed["status"] == "SUCCEEDED", deployed.get("error")
     job = run(api, cloud, api.submit_training_job(TAG, job_body(nodeCount=1)))
     assert job["status"] == "SUCCEEDED", job.get("error")
+    (file_system,) = world(cloud)["fsx"]
 
     plan = api.call("getTeardownPlan", tag=TAG)
     assert plan["deletable"] is False
     assert [b["code"] for b in plan["blockers"]] == ["WorkloadsRunning"]
     assert [s["stage"] for s in plan["steps"]] == TEARDOWN_STAGES
-    planned = {s["stage"]: [r["name"] for r in s["resources"]] for s in plan["steps"]}
-    assert planned["workloads"] == ["llama-fsdp"]
-    assert planned["governance"][0] == "ml"
-    assert planned["hyperpod"] == [CLUSTER]
-    assert planned["eks"] == [CLUSTER]
-    assert "amazon-sagemaker-hyperpod-training-operator" in planned["addons"]
-    assert planned["network"][-1] == f"hypd-{TAG}-network"
-    assert [k["name"] for k in plan["kept"]] == ["team-data"]
+    assert plan["parallel"] == [["addons", "eks"], ["storage"]]
+    planned = by_stage(plan["steps"])
+    assert planned["workloads"] == [("HyperPodPyTorchJob", "llama-fsdp"),
+                                    ("JumpStartModel", "falcon"),
+                                    ("SageMakerEndpoint", "falcon")]
+    assert [name for kind, name in planned["governance"] if kind == "ComputeQuota"] == ["ml"]
+    assert planned["hyperpod"] == [("HyperPodCluster", CLUSTER)]
+    assert planned["eks"] == [("EksCluster", CLUSTER)]
+    assert planned["storage"] == [("FsxFileSystem", file_system)]
+    addons = [name for kind, name in planned["addons"] if kind == "EksAddon"]
+    for addon in ("amazon-sagemaker-hyperpod-training-operator",
+                  "amazon-sagemaker-hyperpod-inference", "aws-fsx-csi-driver", "cert-manager"):
+        assert addon in addons
+    assert ("CloudFormationStack", f"hypd-{TAG}-network") in planned["network"]
+    assert ("AmpWorkspace", f"hypd-{TAG}") in planned["roles"]
+    assert planned["record"] == [("ClusterRecord", TAG)]
+    kept = {(k["type"], k["name"]): k["reason"] for k in plan["kept"]}
+    assert "the user's" in kept[("S3Bucket", TLS_BUCKET)]
+    assert [name for kind, name in kept if kind == "IamRole"], "the deployment's roles are kept"
 
-    # Running jobs refuse it; protection too; then force.
+    # Running workloads refuse it; protection too; then force.
     running = refused(lambda: api.call("deleteCluster", tag=TAG))
     assert (running.status, running.code) == (409, "WorkloadsRunning")
+    assert "llama-fsdp" in running.message
     assert api.call("setProtection", tag=TAG, body={"enabled": True})["enabled"] is True
     protected = refused(lambda: api.call("deleteCluster", tag=TAG, force=True))
     assert (protected.status, protected.code) == (409, "DeletionProtected")
     api.call("setProtection", tag=TAG, body={"enabled": False})
+    assert world(cloud)["hyperpod"] == [CLUSTER], "a refusal deletes nothing"
 
     forced = api.call("getTeardownPlan", tag=TAG, force=True)
     assert forced["deletable"] is True
     accepted = api.call("deleteCluster", tag=TAG, force=True)
     assert accepted["kind"] == "delete-cluster"
     again = refused(lambda: api.call("deleteCluster", tag=TAG, force=True))
-    assert again.status == 409
+    assert (again.status, again.code) == (409, "OperationRunning")
     operation = run(api, cloud, accepted)
     assert operation["status"] == "SUCCEEDED", operation.get("error")
     assert [s["status"] for s in operation["stages"]] == ["SUCCEEDED"] * len(TEARDOWN_STAGES)
 
     # What was deleted is what the plan listed, resource for resource.
-    deleted = {name: [r["name"] for r in (stage.get("output") or {}).get("deleted") or []]
-               for name, stage in stages(operation).items()}
-    for stage in ("hyperpod", "eks"):
-        assert deleted[stage] == planned[stage], stage
-
-    assert world(cloud) == {key: [] for key in world(cloud)}
-    assert cloud.client("s3").head_bucket(Bucket="team-data")
+    assert deleted_by_stage(operation) == by_stage(forced["steps"])
+    assert by_stage(forced["steps"]) == planned
+    nothing_left(cloud)
+    for bucket in ("team-data", TLS_BUCKET):
+        assert cloud.client("s3").head_bucket(Bucket=bucket)
     record = api.get(f"/clusters/{TAG}")
     assert record["status"] == "DELETED"
+    history = [o["kind"] for o in api.get("/operations", clusterTag=TAG)["operations"]]
+    assert history[0] == "delete-cluster"
+    assert "create-cluster" in history
+
+
+def test_a_deleted_clusters_tag_refuses_changes_and_can_be_created_again(
+        api: ApiClient, cloud: Any) -> None:
+    create(api, cloud)
+    # The function that deletes workloads lost its access entry: it grants itself one again.
+    eks = cloud.client("eks")
+    for principal in eks.list_access_entries(clusterName=CLUSTER)["accessEntries"]:
+        if "FeatureTasksFunctionRole" in principal:
+            eks.delete_access_entry(clusterName=CLUSTER, principalArn=principal)
+    operation = run(api, cloud, api.call("deleteCluster", tag=TAG))
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    nothing_left(cloud)
+
+    scale = refused(lambda: api.call("updateInstanceGroup", tag=TAG, name="workers",
+                                     body={"count": 1}))
+    assert (scale.status, scale.code) == (409, "ClusterDeleted")
+    again = refused(lambda: api.call("deleteCluster", tag=TAG))
+    assert (again.status, again.code) == (409, "ClusterDeleted")
+
+    recreated = follow(api, cloud, str(api.post("/clusters", create_body())["operationId"]),
+                       timeout=240)
+    assert recreated["status"] == "SUCCEEDED", recreated.get("error")
+    assert api.get(f"/clusters/{TAG}")["status"] == "ACTIVE"
+    kinds = [o["kind"] for o in api.get("/operations", clusterTag=TAG)["operations"]]
+    assert kinds == ["create-cluster", "delete-cluster", "create-cluster"]
 
 
 def test_a_discovered_cluster_is_forgotten_not_deleted(api: ApiClient, cloud: Any) -> None:
+    (seeded,) = seed_clusters(cloud, [ClusterSeed("theirs")])
+    discovered = follow(api, cloud, str(api.post("/clusters/discover")["operationId"]),
+                        timeout=60)
+    assert discovered["status"] == "SUCCEEDED", discovered.get("error")
+    (tag,) = [c["tag"] for c in api.get("/clusters")["clusters"]]
+
+    plan = api.call("getTeardownPlan", tag=tag, force=True)
+    assert [b["code"] for b in plan["blockers"]] == ["NotCreatedByHypd"]
+    assert all(not s["resources"] for s in plan["steps"] if s["stage"] != "record")
+    kept = {(k["type"], k["name"]) for k in plan["kept"]}
+    assert {("HyperPodCluster", "theirs"), ("EksCluster", seeded.eks_name)} <= kept
+    error = refused(lambda: api.call("deleteCluster", tag=tag, force=True))
+    assert (error.status, error.code) == (409, "NotCreatedByHypd")
+    assert "forget=true" in error.message
+
+    assert api.call("deleteCluster", tag=tag, forget=True) == {"tag": tag, "forgotten": True}
+    assert api.get("/clusters")["clusters"] == []
+    sagemaker = cloud.client("sagemaker")
+    assert [c["ClusterName"] for c in sagemaker.list_clusters()["ClusterSummaries"]] == [
+        "theirs"]
+    assert cloud.client("eks").list_clusters()["clusters"] == [seeded.eks_name]
+
+    # A cluster hypd created is deleted, not forgotten.
     create(api, cloud)
-    # Forget refuses a cluster hypd created.
     error = refused(lambda: api.call("deleteCluster", tag=TAG, forget=True))
     assert error.status == 400
     assert "forget" in error.message
 
 
+def _fail_record_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record's write is refused once (DynamoDB is the table's, not a service the local
+    cloud can fault for one task alone)."""
+    from hypd.clusters.models import ClusterStatus
+    from hypd.clusters.store import ClusterStore
+    from hypd.errors import AwsAccessDenied
+
+    original = ClusterStore.set_status
+    calls: list[str] = []
+
+    def refusing(self: ClusterStore, tag: str, status: ClusterStatus, *args: Any) -> Any:
+        if status is ClusterStatus.DELETED and not calls:
+            calls.append(tag)
+            raise AwsAccessDenied("UpdateItem refused (injected)")
+        return original(self, tag, status, *args)
+
+    monkeypatch.setattr(ClusterStore, "set_status", refusing)
+
+
+def _no_access_entry(cloud: Any) -> None:
+    """FeatureTasksFunction has no access entry, and EKS refuses it a new one once."""
+    eks = cloud.client("eks")
+    for principal in eks.list_access_entries(clusterName=CLUSTER)["accessEntries"]:
+        if "FeatureTasksFunctionRole" in principal:
+            eks.delete_access_entry(clusterName=CLUSTER, principalArn=principal)
+    cloud.faults.fail("eks", "CreateAccessEntry", code="AccessDeniedException",
+                      message="CreateAccessEntry refused (injected)", times=1)
+
+
 FAULTS = [
-    ("hyperpod", "sagemaker", "DeleteCluster", "ValidationException"),
-    ("eks", "eks", "DeleteCluster", "InvalidRequestException"),
-    ("addons", "eks", "DeleteAddon", "InvalidRequestException"),
-    ("network", "cloudformation", "DeleteStack", "ValidationError"),
-    ("roles", "iam", "DeleteRole", "UnmodifiableEntity"),
+    # stage, what the cluster has, the fault (service, operation, code) or a set-up
+    ("workloads", TRAINING_ON, _no_access_entry),
+    ("governance", GOVERNANCE_ON, ("sagemaker", "DeleteComputeQuota", "ValidationException")),
+    ("hyperpod", TRAINING_ON, ("sagemaker", "DeleteCluster", "ValidationException")),
+    ("addons", TRAINING_ON, ("eks", "DeleteAddon", "InvalidRequestException")),
+    ("eks", TRAINING_ON, ("eks", "DeleteCluster", "InvalidRequestException")),
+    ("storage", None, ("fsx", "DeleteFileSystem", "BadRequest")),
+    ("network", TRAINING_ON, ("cloudformation", "DeleteStack", "ValidationError")),
+    ("roles", TRAINING_ON, ("iam", "DeleteRole", "UnmodifiableEntity")),
+    ("record", None, _fail_record_once),
 ]
 
 
-@pytest.mark.parametrize(("stage", "service", "operation", "code"), FAULTS,
-                         ids=[f[0] for f in FAULTS])
+@pytest.mark.parametrize(("stage", "features", "fault"), FAULTS, ids=[f[0] for f in FAULTS])
 def test_a_fault_in_a_stage_fails_there_and_a_retry_finishes(
-        api: ApiClient, cloud: Any, stage: str, service: str, operation: str, code: str) -> None:
-    create(api, cloud, TRAINING_ON)
-    cloud.faults.fail(service, operation, code=code, message=f"{operation} refused (injected)",
-                      times=1)
+        api: ApiClient, cloud: Any, monkeypatch: pytest.MonkeyPatch,
+        stage: str, features: dict[str, Any] | None, fault: Any) -> None:
+    if stage == "storage":
+        create_with_fsx(api, cloud, {})
+    else:
+        create(api, cloud, features)
+    if stage == "governance":
+        assert run(api, cloud, api.set_team(TAG, "ml", TEAM))["status"] == "SUCCEEDED"
+    if callable(fault):
+        fault(monkeypatch) if fault is _fail_record_once else fault(cloud)
+        message = "refused (injected)"
+    else:
+        service, operation, code = fault
+        message = f"{operation} refused (injected)"
+        cloud.faults.fail(service, operation, code=code, message=message, times=1)
     failed = run(api, cloud, api.call("deleteCluster", tag=TAG))
     assert failed["status"] == "FAILED"
     assert stages(failed)[stage]["status"] == "FAILED", failed["stages"]
-    assert f"{operation} refused (injected)" in failed["error"]["message"]
+    assert message in failed["error"]["message"]
     assert api.get(f"/clusters/{TAG}")["status"] == "DELETING"
+    changed = refused(lambda: api.call("updateInstanceGroup", tag=TAG, name="workers",
+                                       body={"count": 1}))
+    assert (changed.status, changed.code) == (409, "ClusterDeleting")
 
     api.call("retryOperation", operationId=failed["id"])
     retried = run(api, cloud, {"operationId": failed["id"]})
     assert retried["status"] == "SUCCEEDED", retried.get("error")
-    assert world(cloud) == {key: [] for key in world(cloud)}
+    done = stages(retried)
+    before = TEARDOWN_STAGES[:TEARDOWN_STAGES.index(stage)]
+    assert all(done[s]["attempts"] == 1 for s in before if s not in ("addons", "eks",
+                                                                     "storage"))
+    nothing_left(cloud)
     assert api.get(f"/clusters/{TAG}")["status"] == "DELETED"
+
+
+def test_a_group_added_after_the_create_goes_with_its_dedicated_subnet(
+        api: ApiClient, cloud: Any) -> None:
+    create(api, cloud)
+    added = run(api, cloud, api.call("addInstanceGroup", tag=TAG, body=group_body(
+        name="own", count=1, dedicatedSubnet=True)))
+    assert added["status"] == "SUCCEEDED", added.get("error")
+    plan = api.call("getTeardownPlan", tag=TAG)
+    assert any(kind == "Subnet" for kind, _name in by_stage(plan["steps"])["network"])
+    operation = run(api, cloud, api.call("deleteCluster", tag=TAG))
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    assert deleted_by_stage(operation)["network"] == by_stage(plan["steps"])["network"]
+    nothing_left(cloud)

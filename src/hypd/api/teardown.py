@@ -22,8 +22,7 @@ from hypd.api.teardown_models import (
     ProtectionView,
     TeardownPlan,
 )
-from hypd.clusters.models import ClusterSource, ClusterStatus
-from hypd.clusters.store import require_not_deleted
+from hypd.clusters.models import ClusterSource, ClusterStatus, require_not_deleted
 from hypd.errors import ConflictError, NotFoundError, ValidationError
 from hypd.operations.models import OperationKind, OperationStatus
 from hypd.teardown import inventory

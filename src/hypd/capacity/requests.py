@@ -27,7 +27,7 @@ from hypd.clusters.create_request import (
     kubernetes_problems,
     raise_at,
 )
-from hypd.clusters.models import Cluster, ClusterSource, ClusterStatus
+from hypd.clusters.models import Cluster, ClusterSource, ClusterStatus, require_not_deleted
 from hypd.errors import ConflictError, ValidationError
 from hypd.instance_groups.errors import ImmutableField
 from hypd.instance_groups.fields import BY_NAME, create_time_only
@@ -52,6 +52,7 @@ def check_managed(cluster: Cluster, *, active: bool = True) -> None:
     Raises:
         ClusterNotManaged: the cluster was discovered, not created by hypd.
         ClusterNotActive: its creation has not succeeded (CREATING or FAILED).
+        ClusterDeleting, ClusterDeleted: it is being, or was, torn down.
     """
     if cluster.source is not ClusterSource.CREATED:
         raise ClusterNotManaged(
@@ -59,6 +60,8 @@ def check_managed(cluster: Cluster, *, active: bool = True) -> None:
             "manages the capacity of the clusters it created (hypd-* resources) only",
             details={"tag": cluster.tag, "source": cluster.source.value},
         )
+    if active:
+        require_not_deleted(cluster)
     if active and cluster.status is not ClusterStatus.ACTIVE:
         status = cluster.status.value if cluster.status else "unknown"
         hint = (

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hypd.clusters.create_request import eks_cluster_name, hyperpod_cluster_name
+from hypd.errors import ConflictError
 
 CLUSTER_TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 HYPD_TAG_KEY = "hypd:tag"
@@ -102,3 +103,37 @@ class Cluster(_Model):
 
     def to_api(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude={"anchor_arn"})
+
+
+class ClusterDeleting(ConflictError):
+    """A delete-cluster operation holds the cluster (running, or failed and resumable)."""
+
+    code = "ClusterDeleting"
+
+
+class ClusterDeleted(ConflictError):
+    """The cluster was torn down; its record stays with its operations."""
+
+    code = "ClusterDeleted"
+
+
+def require_not_deleted(cluster: Cluster | None) -> None:
+    """Refuse an operation on a cluster being deleted or deleted (its teardown's excepted).
+
+    Raises:
+        ClusterDeleting: its record is DELETING.
+        ClusterDeleted: its record is DELETED.
+    """
+    if cluster is None or cluster.status not in (ClusterStatus.DELETING, ClusterStatus.DELETED):
+        return
+    operation = cluster.last_operation_id
+    details = {"tag": cluster.tag, "status": cluster.status.value,
+               **({"operationId": operation} if operation else {})}
+    if cluster.status is ClusterStatus.DELETED:
+        raise ClusterDeleted(
+            f"cluster {cluster.tag} was deleted (operation {operation}); POST /clusters with "
+            "its tag creates it again", details=details)
+    raise ClusterDeleting(
+        f"cluster {cluster.tag} is being deleted by operation {operation}: follow it with "
+        f"GET /operations/{operation} (if it failed, POST /operations/{operation}/retry "
+        "resumes it)", details=details)

@@ -50,8 +50,9 @@ from typing import Any, Literal
 
 from hypd import clock
 from hypd.aws import eks as eks_api
-from hypd.create.control_plane import WaitPolicy, read_eks_cluster
+from hypd.create.control_plane import read_eks_cluster
 from hypd.errors import PermanentError
+from hypd.operations.waits import WaitPolicy
 
 StorageKind = Literal["s3", "fsx"]
 

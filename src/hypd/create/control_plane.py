@@ -19,7 +19,6 @@ they create, and a second run finds what the first made.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -30,6 +29,7 @@ from hypd.aws import eks as eks_api
 from hypd.aws.partitions import partition_of_arn
 from hypd.aws.sts import caller_arn
 from hypd.errors import PermanentError
+from hypd.operations.waits import WaitPolicy
 
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 ADMIN_VIEW_POLICY = "AmazonEKSAdminViewPolicy"
@@ -67,44 +67,6 @@ class UnsupportedPrincipal(PermanentError):
 
 
 # ---------------------------------------------------------------------------- wait policy
-@dataclass(frozen=True)
-class WaitPolicy:
-    """When to look again at a resource that takes about `expected_seconds` to be ready.
-
-    The first look is at `first_look_seconds` (near the expected end: looking earlier only costs
-    calls); after it, every `interval_seconds`, and every `late_interval_seconds` once the
-    resource is well past its expected time (`late_after_seconds`), where a few seconds of
-    latency no longer matter. `overdue` says when to give up.
-    """
-
-    expected_seconds: int
-    first_look_seconds: int
-    interval_seconds: int
-    late_after_seconds: int
-    late_interval_seconds: int
-    give_up_after_seconds: int
-
-    def __post_init__(self) -> None:
-        if not (
-            0 < self.interval_seconds <= self.late_interval_seconds
-            and 0 < self.first_look_seconds <= self.late_after_seconds < self.give_up_after_seconds
-        ):
-            raise ValueError(f"inconsistent wait policy: {self}")
-
-    def next_check(self, elapsed_seconds: float) -> int:
-        """Seconds to wait before the next look, `elapsed_seconds` after the resource's start
-        (a whole number >= 1, as a Step Functions Wait state's ``SecondsPath`` needs)."""
-        elapsed = max(0.0, elapsed_seconds)
-        if elapsed < self.first_look_seconds:
-            return max(1, math.ceil(self.first_look_seconds - elapsed))
-        if elapsed < self.late_after_seconds:
-            return self.interval_seconds
-        return self.late_interval_seconds
-
-    def overdue(self, elapsed_seconds: float) -> bool:
-        return elapsed_seconds >= self.give_up_after_seconds
-
-
 EKS_EXPECTED_SECONDS = 10 * 60
 """EKS control planes take about 8-12 minutes to create."""
 

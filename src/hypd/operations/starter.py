@@ -20,8 +20,8 @@ from pydantic import BaseModel
 from hypd import clock
 from hypd.aws import stepfunctions
 from hypd.aws.dynamodb import ConditionFailed, TransactionConflict, Write
-from hypd.clusters.models import Cluster, ClusterStatus
-from hypd.clusters.store import ClusterStore, cluster_exists, require_not_deleted
+from hypd.clusters.models import Cluster, ClusterStatus, require_not_deleted
+from hypd.clusters.store import ClusterStore, cluster_exists
 from hypd.errors import ConflictError, HypdError
 from hypd.operations import lifecycle
 from hypd.operations.kinds import lock_scope, spec_of

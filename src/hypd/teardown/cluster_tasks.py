@@ -14,7 +14,7 @@ from hypd.aws import eks as eks_api
 from hypd.aws import iam as iam_api
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.features.tasks import FeatureServices
-from hypd.kubernetes.apply import delete_object, list_objects
+from hypd.kubernetes.apply import KubernetesAccessDenied, delete_object, list_objects
 from hypd.tasks import TaskRouter
 from hypd.teardown import finders
 from hypd.teardown.inputs import TeardownInput
@@ -29,16 +29,26 @@ router = TaskRouter()
 
 
 def workloads(services: FeatureServices, where: TeardownInput,
-              known: Sequence[Resource]) -> Look:
+              known: Sequence[Resource], start: bool) -> Look:
     """Every job and inference object, deleted in the foreground while the nodes and the
     operators are up (their finalizers stop the pods and remove the SageMaker endpoints);
     done once the objects, the jobs' pods and the endpoints are gone."""
     if eks_api.find_cluster(services.client("eks"), where.eks_name) is None:
         return Look()
     api = services.clients.kubernetes(where.eks_name)
+    try:
+        objects = list_kinds(api, [TRAINING_JOB, *ENDPOINT_KINDS])
+    except KubernetesAccessDenied:
+        if not start:
+            raise
+        # A cluster made before this function had its access entry: it grants itself one,
+        # as a feature change does, and looks again (an entry takes a moment to apply).
+        services.grant_access(where.eks_name)
+        return Look(waiting=[Resource("EksAccessEntry", "FeatureTasksFunction")],
+                    reason="Kubernetes access granted; looking again")
     left: list[Resource] = []
     endpoints = [r for r in known if r.type == "SageMakerEndpoint"]
-    for obj in list_kinds(api, [TRAINING_JOB, *ENDPOINT_KINDS]):
+    for obj in objects:
         meta, kind = obj["metadata"], KINDS[str(obj["kind"])]
         if not meta.get("deletionTimestamp"):
             delete_object(api, kind.api_version, kind.kind, str(meta["name"]),
@@ -61,7 +71,7 @@ def workloads(services: FeatureServices, where: TeardownInput,
 
 
 def governance(services: FeatureServices, where: TeardownInput,
-               known: Sequence[Resource]) -> Look:
+               known: Sequence[Resource], start: bool) -> Look:
     """The compute quotas, then the scheduler config once no quota needs it."""
     sagemaker = services.client("sagemaker")
     described = sagemaker_api.find_cluster(sagemaker, where.hyperpod_name)
@@ -84,7 +94,8 @@ def governance(services: FeatureServices, where: TeardownInput,
     return Look([*quotas, *configs])
 
 
-def addons(services: FeatureServices, where: TeardownInput, known: Sequence[Resource]) -> Look:
+def addons(services: FeatureServices, where: TeardownInput,
+           known: Sequence[Resource], start: bool) -> Look:
     """The features' add-ons first, the shared ones once no feature's is left, and the pod
     identity associations (an add-on's own goes with it: EKS refuses to delete it alone)."""
     eks = services.client("eks")
@@ -103,7 +114,8 @@ def addons(services: FeatureServices, where: TeardownInput, known: Sequence[Reso
     return Look([*found, *associations])
 
 
-def roles(services: FeatureServices, where: TeardownInput, known: Sequence[Resource]) -> Look:
+def roles(services: FeatureServices, where: TeardownInput,
+          known: Sequence[Resource], start: bool) -> Look:
     """The cluster's IAM roles and OIDC providers (deleted at once), and its AMP workspace
     (AMP takes a while)."""
     iam = services.client("iam")

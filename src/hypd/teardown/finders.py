@@ -9,6 +9,7 @@ hypd gives it (the network stack ``hypd-{tag}-network``, the roles ``hypd-{tag}-
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -50,10 +51,22 @@ def addons(eks: Any, eks_name: str) -> list[Resource]:
         if raw is None:  # gone since it was listed
             continue
         installed_by = (raw.get("tags") or {}).get(INSTALLED_BY_TAG)
+        bucket = _tls_bucket(raw)
         found.append(Resource("EksAddon", name, raw.get("addonArn"),
                               {"status": raw.get("status"),
-                               **({"installedBy": installed_by} if installed_by else {})}))
+                               **({"installedBy": installed_by} if installed_by else {}),
+                               **({"tlsCertificateBucket": bucket} if bucket else {})}))
     return found
+
+
+def _tls_bucket(addon: Mapping[str, Any]) -> str | None:
+    """The user's bucket an inference add-on keeps its TLS certificates in, if it names one."""
+    try:
+        values = json.loads(str(addon.get("configurationValues") or "{}"))
+    except ValueError:
+        return None
+    bucket = values.get("tlsCertificateS3Bucket") if isinstance(values, dict) else None
+    return str(bucket) if bucket else None
 
 
 def associations(eks: Any, eks_name: str) -> list[Resource]:

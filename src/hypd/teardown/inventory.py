@@ -17,10 +17,16 @@ from hypd.errors import HypdError
 from hypd.features.state import FeatureClients
 from hypd.kubernetes.apply import list_objects
 from hypd.teardown import finders
-from hypd.teardown.plan import Inventory, Resource, Workload
+from hypd.teardown.plan import Inventory, Resource, Workload, first_of_each
 from hypd.workloads import views
 from hypd.workloads.cluster import list_kinds
 from hypd.workloads.manifests import ENDPOINT_KINDS, TRAINING_JOB
+
+DEPLOYMENT_ROLE = "the deployment's role: every cluster hypd creates uses it"
+
+
+def _role(arn: str) -> Resource:
+    return Resource("IamRole", arn.rsplit("/", 1)[-1], arn)
 
 
 def read(clients: FeatureClients, record: Cluster,
@@ -42,6 +48,9 @@ def read(clients: FeatureClients, record: Cluster,
             hyperpod = found
             quotas = tuple(finders.quotas(sagemaker, arn))
             configs = tuple(finders.scheduler_configs(sagemaker, arn))
+            roles = {str(g["ExecutionRole"]) for g in described.get("InstanceGroups") or []
+                     if g.get("ExecutionRole")}
+            kept += [(_role(arn), DEPLOYMENT_ROLE) for arn in sorted(roles)]
         else:
             kept.append((found, f"not tagged {HYPD_TAG_KEY}={tag}: hypd did not create it"))
 
@@ -56,7 +65,12 @@ def read(clients: FeatureClients, record: Cluster,
                          {"status": cluster.get("status")})
         if finders.tagged(cluster.get("tags") or {}, tag):
             eks_resource = found
+            if cluster.get("roleArn"):
+                kept.append((_role(str(cluster["roleArn"])), DEPLOYMENT_ROLE))
             addons = finders.addons(eks, record.eks_name)
+            kept += [(Resource("S3Bucket", str(a.detail["tlsCertificateBucket"])),
+                      "the inference operator's TLS certificate bucket: the user's, never "
+                      "deleted") for a in addons if a.detail.get("tlsCertificateBucket")]
             associations = finders.associations(eks, record.eks_name)
             if cluster.get("status") == "ACTIVE":
                 try:
@@ -94,7 +108,8 @@ def read(clients: FeatureClients, record: Cluster,
         roles=tuple(finders.cluster_roles(iam, tag)),
         oidc_providers=tuple(providers),
         workspaces=(workspace,) if workspace else (),
-        kept=tuple(kept),
+        # One bucket may be both the storage and the TLS bucket.
+        kept=tuple(first_of_each(kept, lambda k: k[0].key)),
         kubernetes_error=kube_error,
         running_operation=running_operation,
     )
@@ -130,3 +145,4 @@ def endpoint_resource(sagemaker: dict[str, Any] | None) -> Resource | None:
         return None
     return Resource("SageMakerEndpoint", str(sagemaker["endpointName"]),
                     str(sagemaker["endpointArn"]))
+

@@ -8,12 +8,14 @@ nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hypd.operations.kinds import spec_of
 from hypd.operations.models import OperationKind
+
+T = TypeVar("T")
 
 STAGES = spec_of(OperationKind.DELETE_CLUSTER).stages
 """The steps of a teardown, in the order the plan lists them: the operation's stages."""
@@ -50,9 +52,17 @@ class Resource:
         return cls(str(view["type"]), str(view["name"]), view.get("arn"), detail)
 
 
+def first_of_each(items: Iterable[T], key: Callable[[T], Hashable]) -> list[T]:
+    """`items` without repeats (the first of each key), in order."""
+    first: dict[Hashable, T] = {}
+    for item in items:
+        first.setdefault(key(item), item)
+    return list(first.values())
+
+
 def distinct(resources: Iterable[Resource]) -> list[Resource]:
     """`resources` without repeats (the first of each key), in order."""
-    return list({r.key: r for r in reversed(list(resources))}.values())[::-1]
+    return first_of_each(resources, lambda r: r.key)
 
 
 @dataclass(frozen=True)

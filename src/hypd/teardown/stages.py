@@ -6,7 +6,7 @@ the stage ends only once nothing of it is left, as AWS's or Kubernetes' Describe
 so nothing is reported deleted that still exists. It then reports deleted what the plan listed
 for it and whatever else of its kind it found on the way. A stage whose resources are gone
 already ends at once, so a retry that reruns it changes nothing. A stage still waiting past its
-budget (`BUDGET`) fails with what is left and why (the operation FAILED; a retry resumes here).
+budget (`WAITS`) fails with what is left and why (the operation FAILED; a retry resumes here).
 """
 
 from __future__ import annotations
@@ -18,20 +18,40 @@ from typing import Any, Protocol
 from hypd.errors import PermanentError
 from hypd.operations.models import Operation, StageStatus
 from hypd.operations.steps import OperationInput, Steps, poll_result, polled, ready
+from hypd.operations.waits import WaitPolicy
 from hypd.tasks import TaskRouter
 from hypd.teardown.inputs import TeardownInput
 from hypd.teardown.plan import Resource, distinct
 
-INTERVAL = {"workloads": 15, "governance": 15, "hyperpod": 60, "addons": 20, "eks": 60,
-            "storage": 60, "network": 30, "roles": 15}
-"""Seconds between looks, per stage (HyperPod and EKS take about ten minutes to delete, FSx
-several, add-ons, quotas and workloads under one)."""
+MINUTE = 60
 
-BUDGET = {"workloads": 3600, "governance": 1800, "hyperpod": 5400, "addons": 1800,
-          "eks": 2700, "storage": 3600, "network": 3600, "roles": 1800}
-"""Seconds a stage's attempt may wait for its resources to go before it fails, several times
-what each deletion takes (botocore's EKS ClusterDeleted waiter gives up after 20 minutes,
-AddonDeleted after 10; HyperPod documents no time, and its network interfaces linger after it)."""
+
+def _wait(first: int, interval: int, late_after: int, late: int, give_up: int) -> WaitPolicy:
+    return WaitPolicy(expected_seconds=first, first_look_seconds=first,
+                      interval_seconds=interval, late_after_seconds=late_after,
+                      late_interval_seconds=late, give_up_after_seconds=give_up)
+
+
+WAITS = {
+    # Workloads: the operators' finalizers and the job pods' grace take seconds.
+    "workloads": _wait(15, 15, 10 * MINUTE, 60, 60 * MINUTE),
+    # Quotas and scheduler configs: about 30 s each.
+    "governance": _wait(30, 15, 10 * MINUTE, 30, 30 * MINUTE),
+    # HyperPod documents no deletion time (about ten minutes with nodes, seen in the emulator's
+    # durations); it is looked at every minute after five.
+    "hyperpod": _wait(5 * MINUTE, MINUTE, 30 * MINUTE, 2 * MINUTE, 90 * MINUTE),
+    # Add-ons: AddonDeleted waits 10 s x 60.
+    "addons": _wait(30, 15, 10 * MINUTE, 30, 30 * MINUTE),
+    # EKS: ClusterDeleted waits 30 s x 40 (20 minutes); most take a few.
+    "eks": _wait(4 * MINUTE, 30, 20 * MINUTE, MINUTE, 45 * MINUTE),
+    # FSx for Lustre: several minutes.
+    "storage": _wait(5 * MINUTE, MINUTE, 30 * MINUTE, 2 * MINUTE, 60 * MINUTE),
+    # The network: interfaces of the deleted clusters linger minutes, then the stack deletes.
+    "network": _wait(MINUTE, 30, 15 * MINUTE, MINUTE, 60 * MINUTE),
+    # Roles and OIDC providers go at once; an AMP workspace takes seconds.
+    "roles": _wait(30, 15, 5 * MINUTE, 30, 30 * MINUTE),
+}
+"""When each stage looks again, and when it gives up (its attempt's budget)."""
 
 
 class TeardownFailed(PermanentError):
@@ -67,9 +87,10 @@ class Look:
         return not self.left and not self.waiting
 
 
-Looker = Callable[[Any, TeardownInput, Sequence[Resource]], Look]
+Looker = Callable[[Any, TeardownInput, Sequence[Resource], bool], Look]
 """A stage's look: (its function's services, the operation's input, every resource of the
-stage known so far: the plan's and what earlier looks of this attempt saw)."""
+stage known so far: the plan's and what earlier looks of this attempt saw, whether it is the
+attempt's first look)."""
 
 
 def _known(operation: Operation, where: TeardownInput, stage: str) -> list[Resource]:
@@ -96,19 +117,19 @@ def stage_task(router: TaskRouter, stage: str, look: Looker) -> None:
             operation = services.steps.operations.get(task.operation_id)
             where = TeardownInput.model_validate(operation.input)
             known = _known(operation, where, stage)
-            seen = look(services, where, known)
+            seen = look(services, where, known, start)
             targets = distinct([*known, *seen.left, *seen.found])
             if seen.done:
                 return {**poll_result(True), "deleted": _views(targets)}
-            elapsed = Steps.elapsed(operation, stage)
-            if elapsed > BUDGET[stage]:
+            elapsed, wait = Steps.elapsed(operation, stage), WAITS[stage]
+            if wait.overdue(elapsed):
                 left = [*seen.left, *seen.waiting]
                 raise TeardownFailed(
                     f"stage {stage}: still there after {int(elapsed) // 60} min: "
                     + ", ".join(f"{r.type} {r.name}" for r in left)
                     + (f" ({seen.reason})" if seen.reason else ""),
                     details={"stage": stage, "remaining": _views(left)})
-            return {**poll_result(False, INTERVAL[stage]),
+            return {**poll_result(False, wait.next_check(elapsed)),
                     "remaining": _views([*seen.left, *seen.waiting]), "seen": _views(targets),
                     **({"reason": seen.reason} if seen.reason else {})}
 

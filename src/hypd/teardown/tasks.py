@@ -48,7 +48,7 @@ class TeardownServices:
 
 
 def hyperpod(services: TeardownServices, where: TeardownInput,
-             known: Sequence[Resource]) -> Look:
+             known: Sequence[Resource], start: bool) -> Look:
     """DeleteCluster, then until DescribeCluster answers ResourceNotFound."""
     sagemaker = services.client("sagemaker")
     described = sagemaker_api.find_cluster(sagemaker, where.hyperpod_name)
@@ -60,7 +60,8 @@ def hyperpod(services: TeardownServices, where: TeardownInput,
                           {"status": "Deleting"})])
 
 
-def eks(services: TeardownServices, where: TeardownInput, known: Sequence[Resource]) -> Look:
+def eks(services: TeardownServices, where: TeardownInput,
+        known: Sequence[Resource], start: bool) -> Look:
     """DeleteCluster (its access entries go with it), then until it is not found."""
     client = services.client("eks")
     cluster = eks_api.find_cluster(client, where.eks_name)
@@ -73,7 +74,7 @@ def eks(services: TeardownServices, where: TeardownInput, known: Sequence[Resour
 
 
 def storage(services: TeardownServices, where: TeardownInput,
-            known: Sequence[Resource]) -> Look:
+            known: Sequence[Resource], start: bool) -> Look:
     """The FSx file systems tagged for the cluster."""
     fsx = services.client("fsx")
     left = finders.tagged_file_systems(fsx, where.tag)
@@ -84,7 +85,7 @@ def storage(services: TeardownServices, where: TeardownInput,
 
 
 def network(services: TeardownServices, where: TeardownInput,
-            known: Sequence[Resource]) -> Look:
+            known: Sequence[Resource], start: bool) -> Look:
     """What the network function made outside the stack (endpoints, compute subnets, their
     route tables), then the stack. Network interfaces HyperPod and EKS made linger a few
     minutes after them: a DependencyViolation meanwhile is waited out, not fatal."""

@@ -18,7 +18,6 @@ from hypd.create.control_plane import (
     EksClusterConflict,
     EksClusterFailed,
     UnsupportedPrincipal,
-    WaitPolicy,
     cluster_admin_policy_arn,
     create_cluster_params,
     ensure_admin_access,
@@ -30,6 +29,7 @@ from hypd.create.control_plane import (
     state_of,
 )
 from hypd.errors import AwsAccessDenied, AwsResourceNotFound, AwsThrottled, AwsUnavailable
+from hypd.operations.waits import WaitPolicy
 from tests.unit.support import ACCOUNT, REGION
 
 NAME = "hypd-demo"
