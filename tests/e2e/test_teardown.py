@@ -171,6 +171,13 @@ def test_a_deleted_clusters_tag_refuses_changes_and_can_be_created_again(
     assert (scale.status, scale.code) == (409, "ClusterDeleted")
     again = refused(lambda: api.call("deleteCluster", tag=TAG))
     assert (again.status, again.code) == (409, "ClusterDeleted")
+    protect = refused(lambda: api.call("setProtection", tag=TAG, body={"enabled": True}))
+    assert (protect.status, protect.code) == (409, "ClusterDeleted")
+    plan = api.call("getTeardownPlan", tag=TAG)
+    assert (plan["deletable"], [b["code"] for b in plan["blockers"]]) == (
+        False, ["ClusterDeleted"])
+    assert {stage: names for stage, names in by_stage(plan["steps"]).items() if names} == {
+        "record": [("ClusterRecord", TAG)]}, "nothing of it is left in AWS"
 
     recreated = follow(api, cloud, str(api.post("/clusters", create_body())["operationId"]),
                        timeout=240)
@@ -278,6 +285,12 @@ def test_a_fault_in_a_stage_fails_there_and_a_retry_finishes(
     changed = refused(lambda: api.call("updateInstanceGroup", tag=TAG, name="workers",
                                        body={"count": 1}))
     assert (changed.status, changed.code) == (409, "ClusterDeleting")
+    # A failed teardown is resumed, never started again beside it.
+    second = refused(lambda: api.call("deleteCluster", tag=TAG, force=True))
+    assert (second.status, second.code) == (409, "ClusterDeleting")
+    assert f"/operations/{failed['id']}/retry" in second.message
+    blocked = api.call("getTeardownPlan", tag=TAG)
+    assert [b["code"] for b in blocked["blockers"]] == ["ClusterDeleting"]
 
     api.call("retryOperation", operationId=failed["id"])
     retried = run(api, cloud, {"operationId": failed["id"]})

@@ -54,7 +54,7 @@ def running_operation(tag: str) -> dict[str, Any] | None:
         "DELETE /clusters/{tag} deletes, each with its ARN or name; kept, what it leaves and "
         "why (the user's bucket, anything hypd did not create); blockers, what refuses the "
         "deletion now (deletion protection, running workloads unless force, a discovered "
-        "cluster, an operation in progress)."
+        "cluster, an operation in progress, a cluster deleted or being deleted)."
     ),
     tags=TAGS,
     responses={200: json_response("TeardownPlan", "The plan."),
@@ -72,9 +72,10 @@ def get_teardown_plan(tag: Tag, force: Force = False) -> TeardownPlan:
     summary="Turn the cluster's deletion protection on or off",
     tags=TAGS,
     responses={200: json_response("ProtectionView", "The protection in force."),
-               **{s: ERROR_RESPONSES[s] for s in (400, 404, 503)}},
+               **{s: ERROR_RESPONSES[s] for s in (400, 404, 409, 503)}},
 )
 def set_protection(tag: Tag, request: Annotated[ProtectionRequest, Body()]) -> ProtectionView:
+    require_not_deleted(services().clusters.get(tag))
     changed = services().clusters.set_protection(tag, request.enabled)
     if changed is None:
         raise NotFoundError(f"cluster {tag} does not exist", details={"tag": tag})
@@ -128,7 +129,7 @@ def delete_cluster(tag: Tag, force: Force = False, forget: Forget = False) -> Re
             raise NotFoundError(f"cluster {tag} does not exist", details={"tag": tag})
         return json_body(200, ClusterForgotten(tag=tag, forgotten=True))
     if record.status is ClusterStatus.DELETED:
-        require_not_deleted(record)
+        require_not_deleted(record)  # before reading AWS: nothing of it is left
     found = inventory.read(services().feature_clients(), record, running_operation(tag))
     teardown = plan(found, force=force)
     if teardown.blockers:

@@ -117,6 +117,25 @@ class ClusterDeleted(ConflictError):
     code = "ClusterDeleted"
 
 
+def deletion_refusal(cluster: Cluster | None) -> ClusterDeleting | ClusterDeleted | None:
+    """Why an operation on `cluster` is refused because of its teardown, or None: it is being
+    deleted (DELETING: the teardown running, or failed and resumable) or was deleted."""
+    if cluster is None or cluster.status not in (ClusterStatus.DELETING, ClusterStatus.DELETED):
+        return None
+    operation = cluster.last_operation_id
+    details = {"tag": cluster.tag, "status": cluster.status.value,
+               **({"operationId": operation} if operation else {})}
+    if cluster.status is ClusterStatus.DELETED:
+        return ClusterDeleted(
+            f"cluster {cluster.tag} was deleted (operation {operation}); POST /clusters with "
+            "its tag creates it again, DELETE /clusters/{cluster.tag}?forget=true removes its "
+            "record", details=details)
+    return ClusterDeleting(
+        f"cluster {cluster.tag} is being deleted by operation {operation}: follow it with "
+        f"GET /operations/{operation} (if it failed, POST /operations/{operation}/retry "
+        "resumes it)", details=details)
+
+
 def require_not_deleted(cluster: Cluster | None) -> None:
     """Refuse an operation on a cluster being deleted or deleted (its teardown's excepted).
 
@@ -124,16 +143,6 @@ def require_not_deleted(cluster: Cluster | None) -> None:
         ClusterDeleting: its record is DELETING.
         ClusterDeleted: its record is DELETED.
     """
-    if cluster is None or cluster.status not in (ClusterStatus.DELETING, ClusterStatus.DELETED):
-        return
-    operation = cluster.last_operation_id
-    details = {"tag": cluster.tag, "status": cluster.status.value,
-               **({"operationId": operation} if operation else {})}
-    if cluster.status is ClusterStatus.DELETED:
-        raise ClusterDeleted(
-            f"cluster {cluster.tag} was deleted (operation {operation}); POST /clusters with "
-            "its tag creates it again", details=details)
-    raise ClusterDeleting(
-        f"cluster {cluster.tag} is being deleted by operation {operation}: follow it with "
-        f"GET /operations/{operation} (if it failed, POST /operations/{operation}/retry "
-        "resumes it)", details=details)
+    refusal = deletion_refusal(cluster)
+    if refusal is not None:
+        raise refusal

@@ -11,13 +11,13 @@ from typing import Any
 
 from hypd.aws import eks as eks_api
 from hypd.aws import sagemaker as sagemaker_api
-from hypd.clusters.models import HYPD_TAG_KEY, Cluster, ClusterSource
+from hypd.clusters.models import HYPD_TAG_KEY, Cluster, ClusterSource, deletion_refusal
 from hypd.create.storage import CLAIM_NAME
 from hypd.errors import HypdError
 from hypd.features.state import FeatureClients
 from hypd.kubernetes.apply import list_objects
 from hypd.teardown import finders
-from hypd.teardown.plan import Inventory, Resource, Workload, first_of_each
+from hypd.teardown.plan import Blocker, Inventory, Resource, Workload, first_of_each
 from hypd.workloads import views
 from hypd.workloads.cluster import list_kinds
 from hypd.workloads.manifests import ENDPOINT_KINDS, TRAINING_JOB
@@ -112,7 +112,14 @@ def read(clients: FeatureClients, record: Cluster,
         kept=tuple(first_of_each(kept, lambda k: k[0].key)),
         kubernetes_error=kube_error,
         running_operation=running_operation,
+        held=_held(record),
     )
+
+
+def _held(record: Cluster) -> Blocker | None:
+    """The blocker of a cluster deleted or being deleted (`deletion_refusal`)."""
+    refusal = deletion_refusal(record)
+    return Blocker(refusal.code, refusal.message, refusal.details) if refusal else None
 
 
 def _kubernetes(clients: FeatureClients, eks_name: str) -> tuple[list[Workload], str | None]:

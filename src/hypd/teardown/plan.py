@@ -110,6 +110,8 @@ class Inventory:
     """Why the cluster's Kubernetes API could not be read (its workloads are unknown)."""
     running_operation: dict[str, Any] | None = None
     """The operation holding the cluster now, if any."""
+    held: Blocker | None = None
+    """The cluster's own teardown refusing another: it was deleted, or is being deleted."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,9 @@ def blockers(inventory: Inventory, *, force: bool) -> list[Blocker]:
     """What refuses the deletion now, in the order a user clears them."""
     tag = inventory.tag
     found: list[Blocker] = []
+    if inventory.held and not inventory.running_operation:
+        # A running teardown is named by OperationRunning below; a failed one is resumed.
+        found.append(inventory.held)
     if not inventory.created_by_hypd:
         found.append(Blocker(
             "NotCreatedByHypd",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypd.teardown.plan import BRANCHES, STAGES, Inventory, Resource, Workload, plan
+from hypd.teardown.plan import BRANCHES, STAGES, Blocker, Inventory, Resource, Workload, plan
 
 
 def inventory(**fields: Any) -> Inventory:
@@ -92,3 +92,15 @@ def test_the_state_machine_runs_the_plans_parallel_branches() -> None:
     from statemachines.generate import TEARDOWN_BRANCHES
 
     assert TEARDOWN_BRANCHES == BRANCHES
+
+
+def test_a_cluster_deleted_or_being_deleted_blocks_another_teardown() -> None:
+    deleted = Blocker("ClusterDeleted", "cluster t was deleted")
+    assert [b.code for b in plan(inventory(held=deleted), force=True).blockers] == [
+        "ClusterDeleted"]
+    failed = Blocker("ClusterDeleting", "POST /operations/op-1/retry resumes it")
+    assert [b.code for b in plan(inventory(held=failed)).blockers] == ["ClusterDeleting"]
+    # While the teardown runs, the running operation is what blocks (named once).
+    running = inventory(held=failed, running_operation={
+        "operationId": "op-1", "kind": "delete-cluster", "status": "RUNNING"})
+    assert [b.code for b in plan(running).blockers] == ["OperationRunning"]
