@@ -75,10 +75,7 @@ def tallying(cloud: LocalCloud, tally: Tally) -> Iterator[None]:
             with tally.lock:
                 tally.aws[f"{call.service}:{call.operation}"] += 1
 
-    runtime = cloud.lambdas
-    original = runtime.invoke
-
-    def invoke(function: Any, event: Any) -> Any:
+    def invoke(original: Invoke, function: Any, event: Any) -> Any:
         with tally.lock:
             tally.lambdas += 1
         inside.depth = getattr(inside, "depth", 0) + 1
@@ -87,7 +84,27 @@ def tallying(cloud: LocalCloud, tally: Tally) -> Iterator[None]:
         finally:
             inside.depth -= 1
 
-    runtime.invoke = invoke  # type: ignore[method-assign]
+    with watching(cloud, invoke, on_call):
+        yield
+
+
+Invoke = Callable[[Any, Any], Any]
+"""The local cloud's Lambda invoke: (function, event) -> its invocation."""
+
+
+@contextmanager
+def watching(cloud: LocalCloud, invoke: Callable[[Invoke, Any, Any], Any],
+             on_call: Callable[[Call], None]) -> Iterator[None]:
+    """While the block runs, every Lambda invocation of `cloud` goes through
+    `invoke(original, function, event)` and `on_call` sees every AWS call of this process (on
+    the calling thread: a handler runs on its invoker's)."""
+    runtime = cloud.lambdas
+    original = runtime.invoke
+
+    def through(function: Any, event: Any) -> Any:
+        return invoke(original, function, event)
+
+    runtime.invoke = through  # type: ignore[method-assign]
     try:
         with watch_calls(on_call):
             yield

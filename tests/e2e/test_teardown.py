@@ -15,16 +15,20 @@ from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.demo import follow
 from hypd_local.seed import ClusterSeed, seed_clusters
 from tests.e2e.capacity import CLUSTER, TAG, run, stages
-from tests.e2e.test_workloads import INFERENCE_ON, TLS_BUCKET, TRAINING_ON, create, job_body
+from tests.e2e.teardown import (
+    FOUR_FEATURES,
+    GOVERNANCE_ON,
+    TEAM,
+    TEARDOWN_STAGES,
+    by_stage,
+    create_with_fsx,
+    deleted_by_stage,
+    full_cluster,
+    nothing_left,
+    world,
+)
+from tests.e2e.test_workloads import TLS_BUCKET, TRAINING_ON, create
 from tests.support import create_body, group_body
-
-TEARDOWN_STAGES = ["workloads", "governance", "hyperpod", "addons", "eks", "storage",
-                   "network", "roles", "record"]
-GOVERNANCE_ON = {"taskGovernance": {"enabled": True}}
-TEAM = {"resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}]}
-FALCON = {"name": "falcon", "instanceType": "ml.g6.4xlarge", "replicas": 1,
-          "jumpStart": {"modelId": "huggingface-llm-falcon-7b-bf16", "acceptEula": True},
-          "sageMakerEndpointName": "falcon"}
 
 
 def refused(call: Callable[[], Any]) -> ApiError:
@@ -33,68 +37,8 @@ def refused(call: Callable[[], Any]) -> ApiError:
     return caught.value
 
 
-def world(cloud: Any) -> dict[str, list[str]]:
-    """What every emulated service lists for the cluster now."""
-    sagemaker, eks, ec2 = cloud.client("sagemaker"), cloud.client("eks"), cloud.client("ec2")
-    stacks = [s["StackName"] for s in cloud.client("cloudformation").list_stacks()[
-        "StackSummaries"] if s["StackStatus"] != "DELETE_COMPLETE"]
-    tagged = [{"Name": "tag:hypd:tag", "Values": [TAG]}]
-    stack_tagged = [{"Name": "tag:aws:cloudformation:stack-name",
-                     "Values": [f"hypd-{TAG}-network"]}]
-    return {
-        "hyperpod": [c["ClusterName"] for c in sagemaker.list_clusters()["ClusterSummaries"]],
-        "eks": list(eks.list_clusters()["clusters"]),
-        "fsx": [f["FileSystemId"] for f in cloud.client("fsx").describe_file_systems()[
-            "FileSystems"]],
-        "stacks": stacks,
-        "vpcs": [v["VpcId"] for v in ec2.describe_vpcs(Filters=stack_tagged)["Vpcs"]],
-        "subnets": [s["SubnetId"] for s in ec2.describe_subnets(Filters=tagged)["Subnets"]],
-        "interfaces": [n["NetworkInterfaceId"] for n in ec2.describe_network_interfaces()[
-            "NetworkInterfaces"]],
-        "roles": [r["RoleName"] for r in cloud.client("iam").list_roles()["Roles"]
-                  if r["RoleName"].startswith(f"hypd-{TAG}-")],
-        "oidc": [p["Arn"] for p in cloud.client("iam").list_open_id_connect_providers()[
-            "OpenIDConnectProviderList"]],
-        "quotas": [q["Name"] for q in sagemaker.list_compute_quotas()["ComputeQuotaSummaries"]],
-        "schedulerConfigs": [c["Name"] for c in sagemaker.list_cluster_scheduler_configs()[
-            "ClusterSchedulerConfigSummaries"] if c["Status"] != "Deleted"],
-        "endpoints": [e["EndpointName"] for e in sagemaker.list_endpoints()["Endpoints"]],
-        "workspaces": [w["alias"] for w in cloud.client("amp").list_workspaces()["workspaces"]],
-    }
-
-
-def nothing_left(cloud: Any) -> None:
-    left = world(cloud)
-    assert left == {key: [] for key in left}
-
-
-def by_stage(steps: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
-    return {s["stage"]: sorted((r["type"], r["name"]) for r in s["resources"]) for s in steps}
-
-
-def deleted_by_stage(operation: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
-    return by_stage([{"stage": name, "resources": (stage.get("output") or {}).get("deleted")
-                      or []} for name, stage in stages(operation).items()])
-
-
-def create_with_fsx(api: ApiClient, cloud: Any, features: dict[str, Any]) -> None:
-    s3 = cloud.client("s3")
-    for bucket in ("team-data", TLS_BUCKET):
-        s3.create_bucket(Bucket=bucket,
-                         CreateBucketConfiguration={"LocationConstraint": cloud.region})
-    body = create_body(storage={"fsx": {"storageCapacityGiB": 1200}}, features=features)
-    operation = follow(api, cloud, str(api.post("/clusters", body)["operationId"]), timeout=240)
-    assert operation["status"] == "SUCCEEDED", operation.get("error")
-
-
 def test_a_full_cluster_is_torn_down_to_nothing(api: ApiClient, cloud: Any) -> None:
-    create_with_fsx(api, cloud, {**TRAINING_ON, **INFERENCE_ON, **GOVERNANCE_ON,
-                                 "observability": {"enabled": True}})
-    assert run(api, cloud, api.set_team(TAG, "ml", TEAM))["status"] == "SUCCEEDED"
-    deployed = run(api, cloud, api.call("deployInferenceEndpoint", tag=TAG, body=FALCON))
-    assert deployed["status"] == "SUCCEEDED", deployed.get("error")
-    job = run(api, cloud, api.submit_training_job(TAG, job_body(nodeCount=1)))
-    assert job["status"] == "SUCCEEDED", job.get("error")
+    full_cluster(api, cloud, FOUR_FEATURES)
     (file_system,) = world(cloud)["fsx"]
 
     plan = api.call("getTeardownPlan", tag=TAG)
