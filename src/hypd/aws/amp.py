@@ -9,17 +9,16 @@ from hypd.aws.errors import all_pages, code_in, translated, unless_not_found
 _NOT_FOUND = code_in("ResourceNotFoundException")
 
 
-def find_workspace(client: Any, alias: str) -> dict[str, Any] | None:
-    """The workspace (DescribeWorkspace's ``workspace``) with this alias that is not being
-    deleted, or None."""
+def find_workspace(client: Any, alias: str, *, deleting: bool = False) -> dict[str, Any] | None:
+    """The workspace (DescribeWorkspace's ``workspace``) with this alias, or None; one being
+    deleted (DELETING) only with `deleting` (it still exists until AMP finishes)."""
     summaries = all_pages(
         client, "list_workspaces", "workspaces", f"listing Prometheus workspaces {alias}",
         alias=alias,
     )
     for summary in summaries:
-        if summary.get("alias") == alias and summary["status"]["statusCode"] not in (
-            "DELETING",
-        ):
+        if summary.get("alias") == alias and (
+                deleting or summary["status"]["statusCode"] != "DELETING"):
             return describe_workspace(client, str(summary["workspaceId"]))
     return None
 

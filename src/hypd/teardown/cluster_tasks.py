@@ -130,7 +130,8 @@ def roles(services: FeatureServices, where: TeardownInput,
     workspace = finders.tagged_workspace(amp, where.tag)
     if workspace is None:
         return Look(found=deleted)
-    amp_api.delete_workspace(amp, str(workspace.detail["id"]))
+    if workspace.detail.get("status") != "DELETING":  # gone only once AMP no longer lists it
+        amp_api.delete_workspace(amp, str(workspace.detail["id"]))
     return Look([workspace], found=deleted)
 
 

@@ -156,9 +156,11 @@ def cluster_roles(iam: Any, tag: str) -> list[Resource]:
 
 
 def tagged_workspace(amp: Any, tag: str) -> Resource | None:
-    """The AMP workspace observability made for the cluster (alias and tag), or None."""
-    workspace = amp_api.find_workspace(amp, workspace_alias(tag))
+    """The AMP workspace observability made for the cluster (alias and tag), being deleted
+    or not, or None."""
+    workspace = amp_api.find_workspace(amp, workspace_alias(tag), deleting=True)
     if workspace is None or not tagged(workspace.get("tags") or {}, tag):
         return None
     return Resource("AmpWorkspace", str(workspace.get("alias")), workspace.get("arn"),
-                    {"id": workspace.get("workspaceId")})
+                    {"id": workspace.get("workspaceId"),
+                     "status": (workspace.get("status") or {}).get("statusCode")})
