@@ -27,7 +27,7 @@ from hypd_cli.mcp_binding import bind_tools, openapi_document
 from hypd_cli.mcp_server import ERROR_KEY
 from tests.e2e.capacity import created_cluster, run
 from tests.e2e.test_workloads import in_phase, wait_job
-from tests.mcp.conftest import POLL_SECONDS
+from tests.mcp.conftest import POLL_SECONDS, python_path
 from tests.mcp.test_tools import TOOLS
 
 CLIENT_DIR = Path(__file__).resolve().parent / "typescript"
@@ -58,7 +58,7 @@ def run_client(server: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]
     finished = subprocess.run(  # noqa: S603
         [node, str(CLIENT_DIR / "client.mjs"), *server],
         input=json.dumps({"calls": calls}), capture_output=True, text=True, timeout=TIMEOUT,
-        cwd=CLIENT_DIR, env=dict(os.environ), check=False,
+        cwd=CLIENT_DIR, env={**os.environ, "PYTHONPATH": python_path()}, check=False,
     )
     assert finished.returncode == 0, finished.stderr
     output: dict[str, Any] = json.loads(finished.stdout)
