@@ -13,12 +13,10 @@ from typing import Any
 
 from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from hypd_cli.demo import follow
-from hypd_local.seed import ClusterSeed, seed_clusters
 from tests.cli.conftest import OPERATION_ID, CannedApi, RunCli
 from tests.cli.test_cli_capacity import stages_succeeded
 from tests.cli.test_cli_local_cloud import FAST
-from tests.e2e.capacity import BUCKET, created_cluster
+from tests.e2e.capacity import BUCKET, created_cluster, discovered_cluster
 from tests.e2e.test_teardown import TEARDOWN_STAGES
 
 TAG = "gone"
@@ -147,10 +145,7 @@ def test_a_discovered_cluster_is_forgotten_never_deleted(
     run_cli: RunCli, cloud: Any, api: ApiClient
 ) -> None:
     url = cloud.api_url
-    (seeded,) = seed_clusters(cloud, [ClusterSeed("theirs")])
-    discovered = follow(api, cloud, api.discover_clusters()["operationId"], timeout=60)
-    assert discovered["status"] == "SUCCEEDED", discovered.get("error")
-    (tag,) = [c["tag"] for c in api.list_clusters()["clusters"]]
+    seeded, tag = discovered_cluster(api, cloud)
     forget = f"hypd clusters delete {tag} --forget --endpoint {url}"
 
     plan = run_cli("clusters", "plan", tag, "--force", endpoint=url)
