@@ -3,7 +3,9 @@
 ``plan`` shows what ``DELETE /clusters/{tag}`` would delete, in order, what it keeps and why,
 and what blocks it now. ``delete`` deletes (an operation; ``--wait`` follows it) once the user
 has confirmed by typing the tag (``--yes`` skips the question), or, with ``--forget``, removes
-the record of a discovered cluster. ``protect`` turns deletion protection on or off.
+the record of a discovered cluster; ``delete --plan`` is ``plan``. ``protect`` turns deletion
+protection on or off. What blocks a deletion (in the plan, or the API's 409) comes with the
+command that clears it (`blocker_hint`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hypd_cli.cli import EXIT_FAILED, EXIT_OK, Context, UsageError, api_command
+from hypd_cli.api_client import ApiError
+from hypd_cli.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Context,
+    UsageError,
+    api_command,
+    refused_with_hint,
+)
 from hypd_cli.operations import add_wait_flag, follow_accepted
 from hypd_cli.output import print_json
 
@@ -35,6 +45,8 @@ def register_under(commands: Any) -> None:
                         help="a discovered cluster: remove hypd's record only")
     delete.add_argument("--yes", action="store_true",
                         help="do not ask to type the tag to confirm")
+    delete.add_argument("--plan", action="store_true",
+                        help="print the plan (as hypd clusters plan) and delete nothing")
     add_wait_flag(delete)
     api_command(delete, "clusters delete", delete_cluster)
 
@@ -47,14 +59,19 @@ def register_under(commands: Any) -> None:
     api_command(protect, "clusters protect", set_protection)
 
 
-def describe_plan(plan: Mapping[str, Any]) -> str:
+def describe_plan(plan: Mapping[str, Any], ctx: Context | None = None) -> str:
+    """The plan as text; with ``ctx``, each blocker with the command that clears it."""
     lines = [f"Teardown of cluster {plan.get('tag')}"
              + (" (with --force)" if plan.get("force") else "") + ":"]
-    parallel = {stage for branch in plan.get("parallel") or [] for stage in branch}
+    branches = [list(branch) for branch in plan.get("parallel") or []]
+    parallel = {stage for branch in branches for stage in branch}
+    # Said once, on the first of the steps that run side by side.
+    side = "  (|| side by side: " + " beside ".join(" -> ".join(b) for b in branches) + ")"
     for number, step in enumerate(plan.get("steps") or [], 1):
-        side = "  (beside the others marked ||)" if step["stage"] in parallel else ""
         marker = "||" if step["stage"] in parallel else "  "
-        lines.append(f"{marker}{number}. {step['stage']}{side if number == 1 else ''}")
+        note = side if marker == "||" else ""
+        side = "" if note else side
+        lines.append(f"{marker}{number}. {step['stage']}{note}")
         for resource in step.get("resources") or []:
             where = f"  {resource['arn']}" if resource.get("arn") else ""
             lines.append(f"       delete {resource['type']} {resource['name']}{where}")
@@ -65,7 +82,11 @@ def describe_plan(plan: Mapping[str, Any]) -> str:
     blockers = plan.get("blockers") or []
     if blockers:
         lines.append("Blocked now:")
-        lines += [f"  {b['code']}: {b['message']}" for b in blockers]
+        for blocker in blockers:
+            lines.append(f"  {blocker['code']}: {blocker['message']}")
+            hint = blocker_hint(ctx, str(plan.get("tag")), blocker) if ctx else None
+            if hint:
+                lines.append(f"    {hint}")
     else:
         lines.append("Nothing blocks it.")
     return "\n".join(lines)
@@ -76,11 +97,62 @@ def show_plan(ctx: Context) -> int:
     if ctx.json:
         print_json(ctx, plan)
     else:
-        ctx.say(describe_plan(plan))
+        ctx.say(describe_plan(plan, ctx))
     return EXIT_OK if plan.get("deletable") else EXIT_FAILED
 
 
+def blocker_hint(ctx: Context, tag: str, blocker: Mapping[str, Any]) -> str | None:
+    """The command that clears what blocks the deletion (a plan's blocker ``{code, message,
+    details}``, or the API's 409 of a deleted or deleting cluster), or None."""
+    code, details = blocker.get("code"), blocker.get("details") or {}
+    operation = details.get("operationId")
+    if code == "DeletionProtected":
+        return ("Deletion protection is on; if the cluster may go, turn it off first: "
+                + ctx.command_line(f"clusters protect {tag} --off"))
+    if code in ("WorkloadsRunning", "WorkloadsUnknown"):
+        return ("Delete the jobs and endpoints first, or stop them with the cluster: "
+                + ctx.command_line(f"clusters delete {tag} --force"))
+    if code == "NotCreatedByHypd":
+        return ("hypd deletes only what it created; remove its record only (every resource "
+                "stays): " + ctx.command_line(f"clusters delete {tag} --forget"))
+    if code == "ClusterDeleted":
+        return ("It is deleted; remove its record: "
+                + ctx.command_line(f"clusters delete {tag} --forget"))
+    if code == "ClusterDeleting" and operation:
+        return (f"Follow the teardown: {ctx.command_line(f'ops watch {operation}')}; if it "
+                f"FAILED, resume it: {ctx.command_line(f'ops retry {operation} --wait')}")
+    if code == "OperationRunning" and operation:
+        return (f"Follow it to its end, then delete: {ctx.command_line(f'ops watch {operation}')}"
+                f" (or stop it: {ctx.command_line(f'ops cancel {operation}')})")
+    return None
+
+
+def refused(ctx: Context, exc: ApiError) -> int:
+    """The API's refusal of a teardown or a protection change, with the command that clears
+    each reason it gave (every blocker of a refused DELETE); any other error goes to the usual
+    reporting."""
+    reasons = exc.details.get("blockers") or [
+        {"code": exc.code, "message": exc.message, "details": exc.details}]
+    hints = [hint for reason in reasons if (hint := blocker_hint(ctx, ctx.args.tag, reason))]
+    if exc.status != 409 or not hints:
+        raise exc
+    return refused_with_hint(ctx, exc, "\n".join(hints))
+
+
 def delete_cluster(ctx: Context) -> int:
+    args = ctx.args
+    if args.plan:
+        if args.forget:
+            raise UsageError("--forget deletes nothing (it removes hypd's record only): it "
+                             "has no plan")
+        return show_plan(ctx)
+    try:
+        return _delete(ctx)
+    except ApiError as exc:
+        return refused(ctx, exc)
+
+
+def _delete(ctx: Context) -> int:
     args = ctx.args
     if args.forget:
         answer = ctx.client.delete_cluster(args.tag, forget=True)
@@ -105,7 +177,10 @@ def delete_cluster(ctx: Context) -> int:
 
 
 def set_protection(ctx: Context) -> int:
-    answer = ctx.client.set_protection(ctx.args.tag, bool(ctx.args.on))
+    try:
+        answer = ctx.client.set_protection(ctx.args.tag, bool(ctx.args.on))
+    except ApiError as exc:
+        return refused(ctx, exc)
     if ctx.json:
         print_json(ctx, answer)
     else:

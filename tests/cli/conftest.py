@@ -55,10 +55,14 @@ class ThreadStream(io.TextIOBase):
 
 
 class Answers(io.StringIO):
-    """Piped answers (not a terminal)."""
+    """Answers on stdin: piped (not a terminal), or typed at one (``tty``)."""
+
+    def __init__(self, text: str, tty: bool = False) -> None:
+        super().__init__(text)
+        self.tty = tty
 
     def isatty(self) -> bool:
-        return False
+        return self.tty
 
 
 @dataclass
@@ -78,7 +82,8 @@ RunCli = Callable[..., Run]
 
 @pytest.fixture
 def run_cli(monkeypatch: pytest.MonkeyPatch) -> RunCli:
-    """``run_cli("clusters", "list", stdin="...", endpoint=URL)`` -> `Run`."""
+    """``run_cli("clusters", "list", stdin="...", endpoint=URL)`` -> `Run`. ``tty``: stdout
+    is a terminal; ``typed``: stdin is one (the answers are typed, not piped)."""
     calls: list[str] = []
     original = ApiClient.call
 
@@ -89,7 +94,8 @@ def run_cli(monkeypatch: pytest.MonkeyPatch) -> RunCli:
 
     monkeypatch.setattr(ApiClient, "call", recording)
 
-    def run(*argv: str, stdin: str = "", endpoint: str | None = None, tty: bool = False) -> Run:
+    def run(*argv: str, stdin: str = "", endpoint: str | None = None, tty: bool = False,
+            typed: bool = False) -> Run:
         args = list(argv)
         if endpoint is not None:
             args += ["--endpoint", endpoint]
@@ -98,7 +104,7 @@ def run_cli(monkeypatch: pytest.MonkeyPatch) -> RunCli:
         with monkeypatch.context() as patch:
             patch.setattr(sys, "stdout", out)
             patch.setattr(sys, "stderr", err)
-            patch.setattr(sys, "stdin", Answers(stdin))
+            patch.setattr(sys, "stdin", Answers(stdin, typed))
             try:
                 code = main(args)
             except SystemExit as exc:  # argparse: usage errors and --help
@@ -121,6 +127,8 @@ def check_calls(argv: Sequence[str], calls: list[str]) -> None:
     if name is None:
         return
     allowed = {COMMANDS[name]}
+    if name == "clusters delete" and args.plan:
+        allowed = {COMMANDS["clusters plan"]}  # --plan is `clusters plan`: it deletes nothing
     if getattr(args, "wait", False) or name == "ops watch":
         allowed.add("getOperation")
     if name == "clusters create" and not any(getattr(args, f) for f in REQUEST_FLAGS):

@@ -12,6 +12,7 @@ import requests
 
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import follow
+from hypd_local.seed import ClusterSeed, SeededCluster, seed_clusters
 from tests.support import create_body, group_body
 
 BUCKET = "team-data"
@@ -33,6 +34,17 @@ def created_cluster(
     operation = follow(api, cloud, str(accepted["operationId"]), timeout=240)
     assert operation["status"] == "SUCCEEDED", operation.get("error")
     return operation
+
+
+def discovered_cluster(api: ApiClient, cloud: Any, name: str = "theirs"
+                       ) -> tuple[SeededCluster, str]:
+    """An EKS and a HyperPod cluster (`name`) hypd did not create, discovered: the seed, and
+    the tag of the record discovery made (the only one: call it before creating any)."""
+    (seeded,) = seed_clusters(cloud, [ClusterSeed(name)])
+    discovered = follow(api, cloud, str(api.discover_clusters()["operationId"]), timeout=60)
+    assert discovered["status"] == "SUCCEEDED", discovered.get("error")
+    (tag,) = [c["tag"] for c in api.list_clusters()["clusters"]]
+    return seeded, tag
 
 
 def make_unhealthy(cloud: Any, node_id: str, action: str = "Replace",

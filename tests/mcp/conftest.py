@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -17,6 +19,18 @@ from hypd_cli.mcp_server import ERROR_KEY
 
 POLL_SECONDS = 0.5
 """How often the server under test reads a waited-on operation (the default is 2 s)."""
+
+SOURCE = Path(__file__).resolve().parents[2] / "src"
+"""The code under test: this checkout's, which the server subprocess must import."""
+
+
+def python_path() -> str:
+    """``PYTHONPATH`` of a ``hypd mcp serve`` subprocess: this checkout's ``src`` first, then
+    what the tests were given (made absolute: the subprocess may start elsewhere). So the server
+    runs the code under test also from a git worktree whose venv has another checkout installed
+    editable."""
+    given = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join(dict.fromkeys([str(SOURCE), *given]))
 
 
 @pytest.fixture
@@ -32,6 +46,8 @@ def server_parameters(endpoint: str, *extra: str) -> StdioServerParameters:
             "-m", "hypd_cli.main", "mcp", "serve", "--endpoint", endpoint,
             "--poll-seconds", str(POLL_SECONDS), *extra,
         ],
+        # Merged over the SDK's default environment, which passes no PYTHONPATH.
+        env={"PYTHONPATH": python_path()},
     )
 
 

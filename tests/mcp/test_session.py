@@ -56,7 +56,9 @@ async def test_the_agent_guide_is_served_as_instructions_resource_and_prompt() -
                  "Resume, never recreate", "ClusterExists", "Never try to change a create-time "
                  "field", "ImmutableField", "Poll every returned operation", "changed: false",
                  "Read the features before changing them", "Send only what you were asked to "
-                 "change", "explicit diff", "Teams need task governance"):
+                 "change", "explicit diff", "Teams need task governance",
+                 "Show the plan, then ask", "confirm", "Never force on your own",
+                 "forgotten, never deleted", "DeletionProtected", "resume, never delete again"):
         assert rule in guide
     for tool in TOOLS:  # the guide's table names every tool
         assert f"| `{tool}` |" in guide
@@ -94,8 +96,8 @@ async def test_an_unreachable_api_is_a_tool_error() -> None:
 @pytest.mark.anyio
 async def test_an_unknown_tool_is_a_protocol_error() -> None:
     async with mcp_session(unused_endpoint()) as session:
-        with pytest.raises(Exception, match="Unknown tool: cluster_delete"):
-            await session.call_tool("cluster_delete", {})
+        with pytest.raises(Exception, match="Unknown tool: cluster_explode"):
+            await session.call_tool("cluster_explode", {})
 
 
 def test_serve_without_an_endpoint_says_what_to_give(

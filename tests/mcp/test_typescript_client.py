@@ -6,8 +6,9 @@ The SDK checks what the Python SDK does not: it validates a result's ``structure
 against the tool's output schema also when the result is an error, and rejects the whole call
 when it does not conform. So every read tool is called on a real cluster (each success checked
 by the SDK against its schema), a change of each answer shape too (202 operation, 200
-``changed: false``), and the API's errors must arrive as tool errors with their code and
-message.
+``changed: false``, the protection in force, a discovered cluster forgotten), and the API's
+errors must arrive as tool errors with their code and message (a delete not confirmed, or
+refused by protection, too).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ import pytest
 from hypd_cli.api_client import ApiClient
 from hypd_cli.mcp_binding import bind_tools, openapi_document
 from hypd_cli.mcp_server import ERROR_KEY
-from tests.e2e.capacity import created_cluster, run
+from tests.e2e.capacity import created_cluster, discovered_cluster, run
 from tests.e2e.test_workloads import in_phase, wait_job
-from tests.mcp.conftest import POLL_SECONDS
+from tests.mcp.conftest import POLL_SECONDS, python_path
 from tests.mcp.test_tools import TOOLS
 
 CLIENT_DIR = Path(__file__).resolve().parent / "typescript"
@@ -58,7 +59,7 @@ def run_client(server: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]
     finished = subprocess.run(  # noqa: S603
         [node, str(CLIENT_DIR / "client.mjs"), *server],
         input=json.dumps({"calls": calls}), capture_output=True, text=True, timeout=TIMEOUT,
-        cwd=CLIENT_DIR, env=dict(os.environ), check=False,
+        cwd=CLIENT_DIR, env={**os.environ, "PYTHONPATH": python_path()}, check=False,
     )
     assert finished.returncode == 0, finished.stderr
     output: dict[str, Any] = json.loads(finished.stdout)
@@ -117,7 +118,9 @@ def read_calls(values: dict[str, str], per_tool: dict[str, dict[str, str]]
 def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     cloud: Any, api: ApiClient
 ) -> None:
-    # Given a cluster hypd created (one group of 2 nodes), its create operation, task
+    # Given a discovered cluster (hypd forgets it, never deletes it)
+    _, discovered = discovered_cluster(api, cloud)
+    # and a cluster hypd created (one group of 2 nodes), its create operation, task
     # governance on with a team, and a node HyperPod found faulty (so it has a health history)
     created = created_cluster(api, cloud, tag=TAG)
     cloud.client("s3").create_bucket(
@@ -134,7 +137,12 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     wait_job(api, cloud, JOB, in_phase("Running"), tag=TAG)
     team = run(api, cloud, api.set_team(TAG, TEAM, TEAM_BODY))
     assert team["status"] == "SUCCEEDED", team.get("error")
-    first, faulty = (n["nodeId"] for n in api.list_nodes(TAG)["nodes"])
+    # The faulty node is the one the job's pod does not run on, so the job stays Running
+    # (which node it is depends on the instance ids the local cloud handed out).
+    busy = {pod["instanceId"] for pod in api.get_training_job(TAG, JOB)["pods"]}
+    nodes = [n["nodeId"] for n in api.list_nodes(TAG)["nodes"]]
+    (first,) = [node for node in nodes if node in busy]
+    (faulty,) = [node for node in nodes if node not in busy]
     cloud.emulation.hyperpod.make_node_unhealthy(
         f"hypd-{TAG}", faulty, reason="NvidiaErrorTerminate", action="Reboot", repair=False)
     cloud.emulation.tick()
@@ -157,6 +165,11 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
         # a request that matches starts nothing, so it needs no lock)
         {"name": "features_set", "arguments": {"tag": TAG, "taskGovernance": {"enabled": True}}},
         {"name": "team_set", "arguments": {"tag": TAG, "team": TEAM, **TEAM_BODY}},
+        # 200: deletion protection, then a discovered cluster's record forgotten (the other
+        # branch of cluster_delete's output schema)
+        {"name": "cluster_protection_set", "arguments": {"tag": TAG, "enabled": True}},
+        {"name": "cluster_delete",
+         "arguments": {"tag": discovered, "forget": True, "confirm": discovered}},
     ]
     errors = [
         {"name": "cluster_get", "arguments": {"tag": "absent"}},  # 404 from the API
@@ -168,6 +181,10 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
         {"name": "features_set",
          "arguments": {"tag": TAG, "tieredCheckpointing": {"memoryPercent": 20}}},
         {"name": "team_get", "arguments": {"tag": TAG, "team": "absent"}},  # 404
+        # a delete without confirm is refused before any request; with it, the API's 409
+        # (protection on, the running job and endpoint: every blocker in the details)
+        {"name": "cluster_delete", "arguments": {"tag": TAG}},
+        {"name": "cluster_delete", "arguments": {"tag": TAG, "confirm": TAG}},
     ]
     unknown = [{"name": "cluster_explode", "arguments": {}}]
 
@@ -187,6 +204,8 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
 
     # And every success conforms to its tool's output schema (the SDK accepted it)
     outcomes = out["calls"]
+    changed = outcomes[len(reads):][:len(changes)]
+    failed = outcomes[len(reads) + len(changes):][:len(errors)]
     done = {o["name"]: success(o) for o in outcomes[: len(reads)]}
     assert done["cluster_get"]["tag"] == TAG
     assert {n["nodeId"] for n in done["node_list"]["nodes"]} == {first, faulty}
@@ -201,17 +220,25 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     assert [j["name"] for j in done["training_job_list"]["jobs"]] == [JOB]
     assert done["endpoint_get"]["ready"] is True
     assert [e["name"] for e in done["endpoint_list"]["endpoints"]] == [ENDPOINT]
-    unchanged, accepted, policy, waited, features, team = (
-        success(o) for o in outcomes[len(reads):][:6])
+    plan = done["cluster_teardown_plan"]
+    assert (plan["tag"], plan["deletable"]) == (TAG, False)
+    assert "WorkloadsRunning" in [b["code"] for b in plan["blockers"]]
+    (workloads,) = (s["resources"] for s in plan["steps"] if s["stage"] == "workloads")
+    assert {JOB, ENDPOINT} <= {r["name"] for r in workloads}
+    unchanged, accepted, policy, waited, features, team, protection, forgotten = (
+        success(o) for o in changed)
     assert unchanged["changed"] is False
     assert accepted["operationId"].startswith("op-")
     assert (policy["policy"]["action"], policy["default"]) == ("notify", False)
     assert waited["status"] == "SUCCEEDED"
     assert (features["changed"], features["features"]["tag"]) == (False, TAG)
     assert (team["changed"], team["team"]["name"]) == (False, TEAM)
+    assert protection == {"tag": TAG, "enabled": True}
+    assert forgotten == {"tag": discovered, "forgotten": True}
 
     # And each API error is a tool error with the API's status, code and message
-    absent, bad, body, argument, setting, no_team = (tool_error(o) for o in outcomes[-7:-1])
+    absent, bad, body, argument, setting, no_team, unconfirmed, protected = (
+        tool_error(o) for o in failed)
     assert (absent["status"], absent["code"]) == (404, "NotFound")
     assert "absent" in absent["message"]
     assert (bad["status"], bad["code"]) == (400, "ValidationError")
@@ -225,6 +252,10 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     assert [e["field"] for e in setting["details"]["errors"]] == [
         "tieredCheckpointing.memoryPercent"]
     assert (no_team["status"], no_team["code"]) == (404, "NotFound")
+    assert (unconfirmed["status"], unconfirmed["code"]) == (None, "ConfirmationRequired")
+    assert (protected["status"], protected["code"]) == (409, "DeletionProtected")
+    blockers = [b["code"] for b in protected["details"]["blockers"]]
+    assert blockers[:2] == ["DeletionProtected", "WorkloadsRunning"]
 
     # And a tool that does not exist is the protocol's invalid-params error
     (nonexistent,) = outcomes[-1:]
