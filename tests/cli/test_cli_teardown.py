@@ -17,7 +17,7 @@ from tests.cli.conftest import OPERATION_ID, CannedApi, RunCli
 from tests.cli.test_cli_capacity import stages_succeeded
 from tests.cli.test_cli_local_cloud import FAST
 from tests.e2e.capacity import BUCKET, created_cluster, discovered_cluster
-from tests.e2e.test_teardown import TEARDOWN_STAGES
+from tests.e2e.teardown import TEARDOWN_STAGES
 
 TAG = "gone"
 SIDE_BY_SIDE = {"addons", "eks", "storage"}

@@ -115,6 +115,13 @@ def test_a_deleted_clusters_tag_refuses_changes_and_can_be_created_again(
     assert (scale.status, scale.code) == (409, "ClusterDeleted")
     again = refused(lambda: api.call("deleteCluster", tag=TAG))
     assert (again.status, again.code) == (409, "ClusterDeleted")
+    record = api.get(f"/clusters/{TAG}")  # the history stays, no longer saying it runs
+    assert (record["status"], record["eks"]["status"], record["hyperpod"]["status"]) == (
+        "DELETED", "DELETED", "DELETED")
+    assert record["eks"]["name"] == CLUSTER
+    assert record["hyperpod"]["arn"]
+    assert {(g["currentCount"], g["status"]) for g in record["hyperpod"]["instanceGroups"]} == {
+        (0, "DELETED")}
     protect = refused(lambda: api.call("setProtection", tag=TAG, body={"enabled": True}))
     assert (protect.status, protect.code) == (409, "ClusterDeleted")
     plan = api.call("getTeardownPlan", tag=TAG)

@@ -11,7 +11,7 @@ import pytest
 
 from hypd_cli.api_client import ApiClient
 from tests.e2e.capacity import BUCKET, created_cluster, discovered_cluster
-from tests.e2e.test_teardown import TEARDOWN_STAGES
+from tests.e2e.teardown import TEARDOWN_STAGES
 from tests.mcp.conftest import call, call_error, mcp_session
 from tests.mcp.test_create_conversation import poll
 

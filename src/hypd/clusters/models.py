@@ -101,8 +101,26 @@ class Cluster(_Model):
         """The HyperPod cluster's name: the recorded one, else the name a create gives it."""
         return self.hyperpod.name if self.hyperpod else hyperpod_cluster_name(self.tag)
 
+    def torn_down(self) -> dict[str, Any]:
+        """The changes that record the cluster DELETED: its EKS and HyperPod snapshots keep
+        their names and ARNs (the history) but no longer say ACTIVE, InService or nodes up."""
+        changes: dict[str, Any] = {"status": ClusterStatus.DELETED}
+        if self.eks is not None:
+            changes["eks"] = self.eks.model_copy(update={"status": GONE})
+        if self.hyperpod is not None:
+            changes["hyperpod"] = self.hyperpod.model_copy(update={
+                "status": GONE,
+                "instance_groups": [g.model_copy(update={"current_count": 0, "status": GONE})
+                                    for g in self.hyperpod.instance_groups]})
+        return changes
+
     def to_api(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude={"anchor_arn"})
+
+
+GONE = "DELETED"
+"""The status a DELETED record gives its EKS and HyperPod snapshots (neither service has one
+for a cluster that no longer exists)."""
 
 
 class ClusterDeleting(ConflictError):

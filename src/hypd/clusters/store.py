@@ -106,6 +106,11 @@ class ClusterStore:
 
         The write is conditional on the record still describing the same resources (anchor).
         """
+        if status is ClusterStatus.DELETED:
+            current = self.find(tag)
+            if current is None:
+                return None
+            return self._update(tag, **current.torn_down(), last_operation_id=operation_id)
         return self._update(tag, status=status, last_operation_id=operation_id)
 
     def set_protection(self, tag: str, enabled: bool) -> Cluster | None:
