@@ -8,14 +8,23 @@ The clock starts at the real time. By default it also *ticks*: virtual time = re
 + real time elapsed + every virtual advance, so two records written one after the other never
 share a timestamp. A frozen clock (``ticking=False``) only moves when told to, which makes
 assertions on exact times possible.
+
+The branches of one Parallel state share a timeline (`Cohort`): a branch that waits (a Wait
+state, a Retry back-off, a task-token wait) blocks until the clock reaches its target, and the
+clock moves only once every branch waits, to the earliest target, as timers on one time line
+do. Without it each branch's wait would move the one clock by its own length and the branches'
+waits would add up instead of overlapping.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+
+from hypd_local.threadvalue import set_for_block
 
 Listener = Callable[[datetime], None]
 
@@ -83,12 +92,22 @@ class VirtualClock:
         return now
 
     def sleep(self, seconds: float) -> None:
-        """Sleep in virtual time: returns at once with the clock at least ``seconds`` later."""
+        """Sleep in virtual time: returns with the clock at least ``seconds`` later. Outside a
+        cohort it returns at once (the clock moved); inside one it waits for its turn."""
         if seconds <= 0:
             return
         with self._cond:
             target = self._now_locked() + timedelta(seconds=seconds)
+        self.sleep_until(target)
+
+    def sleep_until(self, target: datetime, done: Callable[[], bool] | None = None) -> bool:
+        """Return once the clock is at ``target``: moved there at once outside a cohort, on the
+        cohort's turn inside one (True if ``done()`` came first, only possible there)."""
+        cohort = current_cohort()
+        if cohort is not None and cohort.clock is self:
+            return cohort.wait_until(target, done)
         self.advance_to(target)
+        return False
 
     def wait_until(
         self, deadline: datetime, done: Callable[[], bool] | None = None
@@ -98,7 +117,11 @@ class VirtualClock:
         Returns True when ``done()`` became true, False when the deadline passed. Whoever makes
         ``done()`` true must call `poke` so the waiter re-checks; the clock pokes waiters itself
         whenever it advances. A ticking clock also reaches the deadline as real time passes.
+        Inside a cohort the thread counts as waiting for ``deadline`` (`Cohort.wait_until`).
         """
+        cohort = current_cohort()
+        if cohort is not None and cohort.clock is self:
+            return cohort.wait_until(deadline, done)
         with self._cond:
             self._waiting += 1
             self._cond.notify_all()
@@ -156,3 +179,88 @@ class VirtualClock:
     def __repr__(self) -> str:
         mode = "ticking" if self._ticking else "frozen"
         return f"VirtualClock({self.now().isoformat()}, {mode})"
+
+    # ------------------------------------------------------------------ cohorts
+    def _cohort_turn(self, cohort: Cohort, deadline: datetime,
+                     done: Callable[[], bool] | None) -> bool | datetime:
+        """One look of a cohort member waiting for ``deadline``: True (done), False (deadline
+        reached), or the time to move the clock to (every member waits: the earliest target)."""
+        me = threading.get_ident()
+        with self._cond:
+            cohort.targets[me] = deadline
+            self._cond.notify_all()  # the others may all be waiting now
+            while True:
+                if done is not None and done():
+                    del cohort.targets[me]
+                    return True
+                now = self._now_locked()
+                if now >= deadline:
+                    del cohort.targets[me]
+                    return False
+                if len(cohort.targets) >= cohort.members:
+                    earliest = min(cohort.targets.values())
+                    if earliest > now:
+                        return earliest  # still counted as waiting while the clock moves
+                timeout = (deadline - now).total_seconds() if self._ticking else None
+                self._cond.wait(timeout)
+
+    def _cohort_leave(self, cohort: Cohort) -> None:
+        with self._cond:
+            cohort.members -= 1
+            self._cond.notify_all()
+
+
+class Cohort:
+    """Threads that share one timeline on a clock: the branches of one Parallel state.
+
+    A member waiting for a time (`wait_until`) blocks until the clock reaches it; the clock
+    moves only while every member waits, to the earliest time any of them waits for. A member
+    that is running (a task, in real time) holds the clock for the others, as on AWS a branch
+    waiting 5 minutes does not make the other branch's 1 minute wait any longer.
+    """
+
+    def __init__(self, clock: VirtualClock, members: int) -> None:
+        self.clock = clock
+        self.members = members
+        """Members that have not left (a branch counts from the Parallel's start)."""
+        self.targets: dict[int, datetime] = {}
+        """Thread id -> the time the member waits for, while it waits (under the clock's lock)."""
+
+    def wait_until(self, deadline: datetime, done: Callable[[], bool] | None = None) -> bool:
+        """`VirtualClock.wait_until` on the cohort's timeline: True when ``done()`` became true,
+        False when the clock reached ``deadline``."""
+        while True:
+            turn = self.clock._cohort_turn(self, deadline, done)
+            if isinstance(turn, bool):
+                return turn
+            self.clock.advance_to(turn)
+
+    def leave(self) -> None:
+        """The member's thread ends (its branch finished, failed or was stopped)."""
+        self.clock._cohort_leave(self)
+
+    @contextmanager
+    def member(self) -> Iterator[None]:
+        """Run the calling thread as a member until the block ends, then leave."""
+        try:
+            with bound(self):
+                yield
+        finally:
+            self.leave()
+
+
+@contextmanager
+def bound(cohort: Cohort | None) -> Iterator[None]:
+    """Let the calling thread wait in ``cohort`` (None: in none) until the block ends: a thread
+    a member started to do its waiting (the member itself is not counted twice)."""
+    with set_for_block(_local, "cohort", cohort):
+        yield
+
+
+_local = threading.local()
+
+
+def current_cohort() -> Cohort | None:
+    """The cohort the calling thread waits in, or None."""
+    cohort: Cohort | None = getattr(_local, "cohort", None)
+    return cohort

@@ -28,6 +28,7 @@ from botocore.signers import RequestSigner
 
 from hypd_local.iam.policy import trusts
 from hypd_local.iam.principals import Directory
+from hypd_local.threadvalue import set_for_block
 
 _SIGNING = threading.local()
 _ORIGINAL = RequestSigner.get_auth_instance
@@ -56,12 +57,8 @@ def install() -> None:
 @contextmanager
 def signing_as(credentials: Credentials | None) -> Iterator[None]:
     """Sign every AWS request made on this thread with ``credentials`` (None: as usual)."""
-    outer = getattr(_SIGNING, "credentials", None)
-    _SIGNING.credentials = credentials
-    try:
+    with set_for_block(_SIGNING, "credentials", credentials):
         yield
-    finally:
-        _SIGNING.credentials = outer
 
 
 def signing_credentials() -> Credentials | None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hypd_local.clock import VirtualClock
+from hypd_local.clock import Cohort, VirtualClock
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -123,3 +123,79 @@ def test_activity_wait_quiet_waits_for_the_given_kinds_only() -> None:
     assert quiet == [True]
     assert activity.running("execution") == 1  # still running: not waited for
     activity.end("execution", execution)
+
+
+def _branches(clock: VirtualClock, plans: list[list[tuple[str, float]]]) -> list[list[str]]:
+    """Run each plan in its own thread as a member of one cohort (a Parallel's branches): a
+    step ("sleep", s) sleeps s virtual seconds; ("mark", 0) records the time it runs at."""
+    cohort = Cohort(clock, len(plans))
+    seen: list[list[str]] = [[] for _ in plans]
+
+    def run(index: int) -> None:
+        with cohort.member():
+            for step, seconds in plans[index]:
+                if step == "sleep":
+                    clock.sleep(seconds)
+                else:
+                    seen[index].append(f"{(clock.now() - START).total_seconds():.0f}")
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(plans))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "a cohort member never woke"
+    return seen
+
+
+def test_the_waits_of_a_cohort_overlap_instead_of_adding_up() -> None:
+    clock = VirtualClock(START, ticking=False)
+
+    seen = _branches(clock, [
+        [("sleep", 300), ("mark", 0)],
+        [("sleep", 60), ("mark", 0), ("sleep", 60), ("mark", 0)],
+    ])
+
+    assert seen == [["300"], ["60", "120"]]
+    assert clock.now() == START + timedelta(seconds=300)  # not 420
+
+
+def test_a_member_that_left_no_longer_holds_the_clock() -> None:
+    clock = VirtualClock(START, ticking=False)
+
+    seen = _branches(clock, [[("mark", 0)], [("sleep", 600), ("mark", 0)]])
+
+    assert seen == [["0"], ["600"]]
+
+
+def test_a_cohort_wait_ends_when_its_condition_comes_first() -> None:
+    clock = VirtualClock(START, ticking=False)
+    cohort = Cohort(clock, 2)
+    came = threading.Event()
+    results: list[bool] = []
+
+    def waiter() -> None:
+        with cohort.member():
+            results.append(clock.wait_until(START + timedelta(hours=1), came.is_set))
+
+    def other() -> None:
+        with cohort.member():
+            clock.sleep(120)
+            came.set()
+            clock.poke()
+
+    threads = [threading.Thread(target=waiter), threading.Thread(target=other)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert results == [True]
+    assert clock.now() == START + timedelta(seconds=120)
+
+
+def test_outside_a_cohort_a_sleep_moves_the_clock_at_once() -> None:
+    clock = VirtualClock(START, ticking=False)
+    clock.sleep(60)
+    assert clock.sleep_until(START + timedelta(seconds=90)) is False
+    assert clock.now() == START + timedelta(seconds=90)

@@ -48,6 +48,7 @@ from hypd_local.iam.resolvers import (
     service_linked_role_check,
 )
 from hypd_local.iam.world import World
+from hypd_local.threadvalue import set_for_block
 
 LOG = logging.getLogger("hypd_local.iam")
 
@@ -294,12 +295,8 @@ class Enforcer:
 
     @contextmanager
     def acting(self, principal: Principal | None) -> Iterator[None]:
-        outer = getattr(_CALLER, "principal", None)
-        _CALLER.principal = principal
-        try:
+        with set_for_block(_CALLER, "principal", principal):
             yield
-        finally:
-            _CALLER.principal = outer
 
 
 __all__ = [

@@ -15,6 +15,8 @@
 - ``BranchWorker._thread_routine``: a Parallel branch stopped before it got going
   (StopExecution racing its start) still reports itself terminated; moto's branch thread dies
   with "Could not set NextState ... ProgramStopped" and the execution waits for it forever.
+  ``BranchWorkerPool.__init__``: the branches of a Parallel share one timeline (a `Cohort` of
+  the clock; each branch thread is a member until it ends), so their waits overlap.
 - ``AmazonStateLanguageParser.parse``: the syntax tree of a definition is kept, so creating a
   machine again and starting an execution do not parse it again.
 - ``boto_client_for`` (in every interpreter module that imported it): one client per Region,
@@ -27,8 +29,10 @@ import datetime
 import logging
 import threading
 import uuid
+from contextlib import nullcontext
 from typing import Any
 
+from hypd_local.clock import Cohort
 from hypd_local.patches.engine import active, replace
 
 LOG = logging.getLogger(__name__)
@@ -159,17 +163,44 @@ def patch_parallel_branches() -> None:
     from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import (
         BranchWorker,
     )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branches_decl import (
+        BranchWorkerPool,
+    )
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
     from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 
+    original_pool_init: Any = BranchWorkerPool.__init__
+
+    def pool_init(self: Any, workers_num: int) -> None:
+        original_pool_init(self, workers_num)
+        engine = active()
+        # The Parallel's branches share one timeline (hypd_local.clock.Cohort).
+        self.hypd_cohort = Cohort(engine.clock, workers_num) if engine is not None else None
+
     def _thread_routine(self: Any) -> None:
-        try:
-            self._program.eval(self.env)
-        except RuntimeError:
-            if not isinstance(self.env.program_state(), ProgramStopped):
-                raise
-            # The execution was stopped before the branch began: it ends here, stopped.
+        cohort: Cohort | None = getattr(self._branch_worker_comm, "hypd_cohort", None)
+        # moto evaluates the branch's states in threads of their own: they find the cohort on
+        # the branch's environment (and its inner frames, `open_inner_frame`).
+        self.env.hypd_cohort = cohort
+        with cohort.member() if cohort is not None else nullcontext():
+            try:
+                self._program.eval(self.env)
+            except RuntimeError:
+                if not isinstance(self.env.program_state(), ProgramStopped):
+                    raise
+                # The execution was stopped before the branch began: it ends here, stopped.
         self._branch_worker_comm.on_terminated(env=self.env)
 
+    replace(BranchWorkerPool, "__init__", pool_init)
+
+    original_open_inner_frame: Any = Environment.open_inner_frame
+
+    def open_inner_frame(self: Any, *args: Any, **kwargs: Any) -> Any:
+        frame = original_open_inner_frame(self, *args, **kwargs)
+        frame.hypd_cohort = getattr(self, "hypd_cohort", None)
+        return frame
+
+    replace(Environment, "open_inner_frame", open_inner_frame)
     replace(BranchWorker, "_thread_routine", _thread_routine)
 
 ASL_TREES_KEPT = 256

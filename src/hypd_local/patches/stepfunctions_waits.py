@@ -2,7 +2,9 @@
 
 - ``WaitFunction._wait_interval`` and ``Timestamp._get_wait_seconds``: Wait states advance the
   virtual clock (timestamps compared in UTC, moto compares with local time).
-- ``retrier_decl.time``: Retry back-off sleeps advance the virtual clock.
+- ``retrier_decl.time``: Retry back-off sleeps advance the virtual clock; in a Parallel branch
+  (``RetrierDecl._eval_body``, ``_eval_wait_for_task_token`` and Wait states find the branch's
+  cohort on its environment) they wait for the cohort's turn instead (`hypd_local.clock.Cohort`).
 - ``CallbackEndpoint.wait/notify/interrupt_all`` and ``HeartbeatEndpoint.clear_and_wait/notify``:
   task-token and heartbeat timeouts run in virtual time. A wait behaves like a sleep interrupted
   by callbacks: while an emulator change is scheduled before its deadline, it moves the clock to
@@ -18,6 +20,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from hypd_local.clock import Cohort, bound
 from hypd_local.patches.engine import Engine, VirtualTime, active, poke, replace
 
 if TYPE_CHECKING:
@@ -37,6 +40,7 @@ def patch_waits() -> None:
         FailureEventException,
     )
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.common.retry.retrier_decl import RetrierDecl
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import (
         Timestamp,
     )
@@ -52,8 +56,15 @@ def patch_waits() -> None:
         if engine is None:
             original_wait_interval(self, env, wait_seconds)
             return
-        if wait_seconds > 0 and env.is_running():
+        if wait_seconds <= 0 or not env.is_running():
+            return
+        cohort: Cohort | None = getattr(env, "hypd_cohort", None)
+        if cohort is None:
             engine.clock.sleep(wait_seconds)
+            return
+        # A Parallel branch: wait for the cohort's turn, or until the execution stops.
+        deadline = engine.clock.now() + datetime.timedelta(seconds=wait_seconds)
+        cohort.wait_until(deadline, lambda: not env.is_running())
 
     def _get_wait_seconds(self: Any, env: Any) -> int:
         engine = active()
@@ -69,7 +80,14 @@ def patch_waits() -> None:
         now = engine.clock.now().replace(tzinfo=None)
         return int((timestamp - now).total_seconds())
 
+    original_retry: Any = RetrierDecl._eval_body
+
+    def retry_eval_body(self: Any, env: Any) -> None:
+        with bound(getattr(env, "hypd_cohort", None)):  # its back-off sleeps in a branch
+            original_retry(self, env)
+
     replace(WaitFunction, "_wait_interval", _wait_interval)
+    replace(RetrierDecl, "_eval_body", retry_eval_body)
     replace(Timestamp, "_get_wait_seconds", _get_wait_seconds)
     replace(retrier_decl, "time", VirtualTime())
 
@@ -94,7 +112,8 @@ def virtual_wait(engine: Engine, seconds: float, done: Callable[[], bool]) -> bo
         version = emulation.schedule_version if emulation is not None else 0
         due = emulation.next_due() if emulation is not None else None
         if emulation is not None and due is not None and due < deadline:
-            clock.advance_to(due)
+            if clock.sleep_until(due, done):  # in a Parallel branch: on the cohort's turn
+                return True
             emulation.tick(wait=True)  # the ticker thread may have been mid-tick at `due`
             if not engine.activity.wait_quiet(QUIET_KINDS, QUIET_TIMEOUT_SECONDS):
                 LOG.warning(
@@ -121,10 +140,15 @@ def _done_or_rescheduled(
 
 
 def patch_callbacks() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_callback,
+    )
     from moto.stepfunctions.parser.asl.eval.callback.callback import (
         CallbackEndpoint,
         HeartbeatEndpoint,
     )
+
+    StateTaskServiceCallback = state_task_service_callback.StateTaskServiceCallback  # noqa: N806
 
     original_wait: Any = CallbackEndpoint.wait
     original_notify: Any = CallbackEndpoint.notify
@@ -166,6 +190,13 @@ def patch_callbacks() -> None:
         original_heartbeat_notify(self)
         poke()
 
+    original_token_wait: Any = StateTaskServiceCallback._eval_wait_for_task_token
+
+    def wait_for_task_token(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+        with bound(getattr(env, "hypd_cohort", None)):  # a task-token wait in a branch
+            return original_token_wait(self, env, *args, **kwargs)
+
+    replace(StateTaskServiceCallback, "_eval_wait_for_task_token", wait_for_task_token)
     replace(CallbackEndpoint, "wait", wait)
     replace(CallbackEndpoint, "notify", notify)
     replace(CallbackEndpoint, "interrupt_all", interrupt_all)
