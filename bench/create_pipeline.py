@@ -19,6 +19,12 @@ Choice per look), Lambda invocations and AWS calls (one Describe per look).
 
     .venv/bin/python bench/create_pipeline.py
     .venv/bin/python bench/create_pipeline.py --runs 3     # the median of three runs
+    .venv/bin/python bench/create_pipeline.py --fsx        # FSx for Lustre instead of S3
+
+Then the create's longest dependency chain (network, then the longer of eks > dependencies >
+hyperpod and storage, which run side by side, then verify and features) against its recorded
+total (first stage's start to last stage's end); the run fails (exit 1) when the total exceeds
+the chain by a minute or more.
 
 Figures are virtual time and counts, so they do not depend on this machine's speed; the real
 time a run took is printed last.
@@ -50,9 +56,14 @@ from hypd_cli.demo import DEMO_BUCKET, create_demo_bucket, demo_request, follow 
 from hypd_cli.local import local_parameters  # noqa: E402
 from hypd_local.calls import Call, watch_calls  # noqa: E402
 from hypd_local.cloud import LocalCloud  # noqa: E402
+from hypd_local.patches.fsx import FSX_CREATE_SECONDS  # noqa: E402
 from statemachines import generate  # noqa: E402
 
-STAGES = ("network", "eks", "dependencies", "hyperpod", "storage", "verify")
+STAGES = ("network", "eks", "dependencies", "hyperpod", "storage", "verify", "features")
+SIDE_BY_SIDE = (("eks", "dependencies", "hyperpod"), ("storage",))
+"""statemachines.generate.CREATE_BRANCHES: the branches of the create's Parallel."""
+CHAIN_SLACK_SECONDS = 60
+"""How much longer than its longest chain a create may take (the issue's goal)."""
 
 
 _STATES = generate.described_states()
@@ -67,13 +78,22 @@ def _task_name(state: dict[str, Any]) -> str | None:
     return str(name) if name else None
 
 
+def _every_state(states: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The states of a States map, those of its Parallel states' branches included."""
+    for name, state in states.items():
+        yield name, state
+        for branch in state.get("Branches") or []:
+            yield from _every_state(branch["States"])
+
+
 TASK_STAGE = {
     task: STAGE_OF_STATE[name]
-    for name, state in _STATES.items()
+    for name, state in _every_state(_STATES)
     if name in STAGE_OF_STATE and (task := _task_name(state))
 }
 WAIT_TASKS = {
-    task for name, state in _STATES.items() if name in WAIT_STATES and (task := _task_name(state))
+    task for name, state in _every_state(_STATES)
+    if name in WAIT_STATES and (task := _task_name(state))
 }
 """Tasks that exist only because something is being waited for."""
 
@@ -203,6 +223,11 @@ def ready_times(cloud: LocalCloud, operation: dict[str, Any]) -> dict[str, float
     in_service = _ts(cluster["CreationTime"]).timestamp() + (
         emulation.hyperpod.durations.cluster_create.total_seconds())
     ready["hyperpod"] = in_service - hp_start
+    if operation["input"]["storage"].get("fsx"):
+        storage_start = _ts(stages["storage"]["startedAt"]).timestamp()
+        (system,) = cloud.client("fsx").describe_file_systems()["FileSystems"]
+        available = _ts(system["CreationTime"]).timestamp() + FSX_CREATE_SECONDS
+        ready["storage"] = available - storage_start
     return ready
 
 
@@ -232,7 +257,8 @@ def state_transitions(
     return entered, waiting
 
 
-def one_run(template: Path) -> tuple[list[StageFigures], Counters, float, Counter[str]]:
+def one_run(template: Path, fsx: bool
+            ) -> tuple[list[StageFigures], Counters, float, Counter[str]]:
     started = time.monotonic()
     counters = Counters()
     with redirect_stdout(StringIO()), LocalCloud(
@@ -241,6 +267,8 @@ def one_run(template: Path) -> tuple[list[StageFigures], Counters, float, Counte
         create_demo_bucket(cloud)
         api = ApiClient(cloud.api_url)
         body = demo_request(api, "bench", DEMO_BUCKET)
+        if fsx:
+            body["storage"] = {"fsx": {"storageCapacityGiB": 1200}}
         with counting(cloud, counters):
             operation_id = api.post("/clusters", body)["operationId"]
             cloud.wait_for_executions(timeout=300)
@@ -288,9 +316,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--template", type=Path, default=ROOT / "template.yaml")
+    parser.add_argument("--fsx", action="store_true",
+                        help="FSx for Lustre storage (1200 GiB) instead of the S3 bucket")
     args = parser.parse_args(argv)
 
-    runs = [one_run(args.template.resolve()) for _ in range(args.runs)]
+    runs = [one_run(args.template.resolve(), args.fsx) for _ in range(args.runs)]
 
     def median(values: list[float]) -> float:
         return statistics.median(values)
@@ -336,8 +366,28 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(v for k, v in counters.aws.items() if k.split(':')[0] not in STORE_SERVICES)} "
           f"AWS calls + {sum(v for k, v in counters.aws.items() if k.startswith('dynamodb:'))} "
           "operation-store calls")
+    print()
+    chains = [critical_chain(run[0]) for run in runs]
+    chain, total, path = (median([c[0] for c in chains]), median([c[1] for c in chains]),
+                          chains[-1][2])
+    print(f"longest chain ({' > '.join(path)}): {chain:.0f} s; recorded total: {total:.0f} s; "
+          f"total - chain: {total - chain:.0f} s (goal: under {CHAIN_SLACK_SECONDS} s)")
     print(f"real time per run: {median([run[2] for run in runs]):.1f} s")
-    return 0
+    return 0 if total - chain < CHAIN_SLACK_SECONDS else 1
+
+
+def critical_chain(figures: list[StageFigures]) -> tuple[float, float, list[str]]:
+    """The longest dependency chain of the stages as recorded (seconds, the stages on it), and
+    the recorded total: the first stage's start to the last stage's end."""
+    took = {f.name: f.noticed for f in figures}
+    branches = [(sum(took[s] for s in branch), list(branch)) for branch in SIDE_BY_SIDE]
+    longest, on_path = max(branches)
+    after = [f.name for f in figures if f.name not in {s for b in SIDE_BY_SIDE for s in b}]
+    before = after[:1]  # network
+    rest = after[1:]    # verify, features
+    chain = sum(took[s] for s in before + rest) + longest
+    total = (max(f.ended for f in figures) - min(f.started for f in figures)).total_seconds()
+    return chain, total, [*before, *on_path, *rest]
 
 
 if __name__ == "__main__":

@@ -240,15 +240,19 @@ def described_states() -> States:
     return states
 
 
+CREATE_PARALLEL = "Build EKS side and storage"
+EKS_SIDE_RESUME = "EKS side: resume where?"
+STORAGE_RESUME = "Storage: resume where?"
+CREATE_BRANCHES = (("eks", "dependencies", "hyperpod"), ("storage",))
+"""The create's Parallel: the EKS chain beside the storage, which needs only the network."""
+
+
 def _definition(states: States) -> dict[str, Any]:
     start(
         states,
         {
             "network": "Create network stack",
-            "eks": "Create EKS cluster",
-            "dependencies": "Install add-ons",
-            "hyperpod": "Create HyperPod cluster",
-            "storage": "Mount storage",
+            **{stage: CREATE_PARALLEL for branch in CREATE_BRANCHES for stage in branch},
             "verify": "Verify cluster",
             "features": "Turn on features",
         },
@@ -272,9 +276,73 @@ def _definition(states: States) -> dict[str, Any]:
     states["Ensure compute subnet"] = task(
         "The HyperPod compute subnet: explicit, else the zone's existing one, else a new /20.",
         "ensure-compute-subnet",
-        "Create EKS cluster",
+        CREATE_PARALLEL,
     )
 
+    states.stage = None
+    states[CREATE_PARALLEL] = {
+        "Type": "Parallel",
+        "Comment": "Once the network exists: the EKS cluster, its add-ons and the HyperPod "
+        "cluster, beside the storage (the S3 bucket checked, or the FSx file system created).",
+        "Branches": [
+            _branch_of(_eks_side, EKS_SIDE_RESUME, states),
+            _branch_of(_storage, STORAGE_RESUME, states),
+        ],
+        "ResultPath": None,
+        "Catch": _catch(),
+        "Next": "Verify cluster",
+    }
+    _verify_and_features(states)
+    return {
+        "Comment": (
+            "Create a HyperPod cluster end to end: network, then eks, dependencies and "
+            "hyperpod beside storage, then verify and features. Each stage is recorded on "
+            "the operation (GET /operations/{id}); a failure never rolls back an earlier "
+            "stage, and POST /operations/{id}/retry resumes at the stage that failed."
+        ),
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
+def _resume_choice(states: States, name: str, stages: tuple[str, ...],
+                   first_state: dict[str, str], done: str) -> None:
+    """A branch's first state: skip the stages of the branch that already SUCCEEDED (every
+    execution's input says in `done`: stage -> bool); stages succeed in order, so the last one
+    done decides."""
+    following = [*(first_state[s] for s in stages[1:]), done]
+    states[name] = {
+        "Type": "Choice",
+        "Comment": "A retry resumes after the stages of this branch that succeeded.",
+        "Choices": [{"Variable": f"$.done.{stage}", "BooleanEquals": True, "Next": nxt}
+                    for stage, nxt in reversed(list(zip(stages, following, strict=True)))],
+        "Default": first_state[stages[0]],
+    }
+    states[done] = {"Type": "Pass", "End": True}
+
+
+def _branch_of(build: Any, start_at: str, into: States) -> dict[str, Any]:
+    """A Parallel branch built by `build(branch_states)` starting at `start_at`. Its tasks
+    have no Catch to the failure recorder (a branch cannot go there: the Parallel's Catch
+    does); other catches (a task-token timeout's) stay."""
+    branch = States()
+    build(branch)
+    for state in branch.values():
+        kept = [c for c in state.get("Catch", []) if c.get("Next") != FAILURE]
+        if kept:
+            state["Catch"] = kept
+        else:
+            state.pop("Catch", None)
+    into.stage_of.update(branch.stage_of)
+    into.waiting |= branch.waiting
+    return {"StartAt": start_at, "States": dict(branch)}
+
+
+def _eks_side(states: States) -> None:
+    """eks -> dependencies -> hyperpod (a Parallel branch)."""
+    _resume_choice(states, EKS_SIDE_RESUME, CREATE_BRANCHES[0], {
+        "eks": "Create EKS cluster", "dependencies": "Install add-ons",
+        "hyperpod": "Create HyperPod cluster"}, "EKS side done")
     states.stage = "eks"
     # ---- eks
     poll(
@@ -384,31 +452,39 @@ def _definition(states: States) -> dict[str, Any]:
     states["Record HyperPod cluster"] = task(
         "Record the HyperPod cluster and its instance groups.",
         "record-hyperpod-cluster",
-        "Mount storage",
+        "EKS side done",
     )
 
+
+def _storage(states: States) -> None:
+    """storage (a Parallel branch): it needs only the network."""
+    _resume_choice(states, STORAGE_RESUME, CREATE_BRANCHES[1], {"storage": "Create storage"},
+                   "Storage done")
     states.stage = "storage"
-    # ---- storage
     poll(
         states,
-        first="Mount storage",
-        first_comment="S3 bucket through the Mountpoint CSI driver, or FSx for Lustre: PV + PVC.",
-        first_task="mount-storage",
+        first="Create storage",
+        first_comment="The S3 bucket checked, or the FSx for Lustre file system created in the "
+        "compute subnet.",
+        first_task="create-storage",
         ready_choice="Storage ready?",
         wait="Wait for storage",
         wait_comment="The file system is being created.",
         check="Check storage",
-        check_comment="Read the file system; create the volume and claim once it is available.",
+        check_comment="Read the file system until it is AVAILABLE.",
         check_task="check-storage",
-        then="Verify cluster",
+        then="Storage done",
     )
 
+
+def _verify_and_features(states: States) -> None:
     states.stage = "verify"
     # ---- verify
     poll(
         states,
         first="Verify cluster",
-        first_comment="Nodes joined and schedulable, storage claim bound.",
+        first_comment="The storage's volume and claim applied; nodes joined and schedulable, "
+        "the claim bound.",
         first_task="verify-cluster",
         ready_choice="Cluster verified?",
         wait="Wait for nodes",
@@ -449,17 +525,6 @@ def _definition(states: States) -> dict[str, Any]:
         "fail-create", "Failed", resource=CLUSTER_TASKS, comment=KEEPS_EARLIER_STAGES
     )
     states["Failed"] = {"Type": "Fail", "Error": "CreateClusterFailed"}
-
-    return {
-        "Comment": (
-            "Create a HyperPod cluster end to end: network, eks, dependencies, hyperpod, "
-            "storage, verify, features. Each stage is recorded on the operation "
-            "(GET /operations/{id}); a failure never rolls back an earlier stage, and "
-            "POST /operations/{id}/retry resumes at the stage that failed."
-        ),
-        "StartAt": "Start",
-        "States": states,
-    }
 
 
 # ---------------------------------------------------------------------------- capacity
@@ -1015,17 +1080,13 @@ def _teardown_poll(states: States, stage: str, then: str | None) -> None:
 
 
 def _branch(stages: tuple[str, ...], into: States) -> dict[str, Any]:
-    """A Parallel branch running `stages` one after another. Its tasks have no Catch (a
-    branch cannot go to the machine's failure recorder: the Parallel's Catch does)."""
-    branch = States()
-    for i, stage in enumerate(stages):
-        following = stages[i + 1] if i + 1 < len(stages) else None
-        _teardown_poll(branch, stage, TEARDOWN_STEPS[following][0] if following else None)
-    for state in branch.values():
-        state.pop("Catch", None)
-    into.stage_of.update(branch.stage_of)
-    into.waiting |= branch.waiting
-    return {"StartAt": TEARDOWN_STEPS[stages[0]][0], "States": dict(branch)}
+    """A Parallel branch running the teardown `stages` one after another."""
+    def build(branch: States) -> None:
+        for i, stage in enumerate(stages):
+            following = stages[i + 1] if i + 1 < len(stages) else None
+            _teardown_poll(branch, stage, TEARDOWN_STEPS[following][0] if following else None)
+
+    return _branch_of(build, TEARDOWN_STEPS[stages[0]][0], into)
 
 
 def delete_cluster_definition(states: States | None = None) -> dict[str, Any]:

@@ -190,9 +190,14 @@ def test_a_missing_bucket_fails_storage_and_a_retry_after_creating_it_completes(
 
     assert failed["status"] == "FAILED"
     by_name = stages(failed)
-    assert [by_name[s]["status"] for s in STAGES[:4]] == ["SUCCEEDED"] * 4
+    # The storage is checked beside the EKS side, right after the network: the missing bucket
+    # fails the create in its first minutes, not after HyperPod, and the EKS side stops.
+    assert by_name["network"]["status"] == "SUCCEEDED"
+    assert by_name["storage"]["status"] == "FAILED"
     assert by_name["storage"]["error"]["code"] == "NoSuchBucket"
     assert BUCKET in by_name["storage"]["error"]["message"]
+    assert by_name["eks"]["status"] == "CANCELLED"
+    assert by_name["hyperpod"]["status"] == "PENDING"
 
     cloud.client("s3").create_bucket(
         Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
@@ -201,7 +206,9 @@ def test_a_missing_bucket_fails_storage_and_a_retry_after_creating_it_completes(
     done = follow(api, cloud, failed["id"], timeout=240)
 
     assert done["status"] == "SUCCEEDED", done.get("error")
-    assert stages(done)["hyperpod"]["attempts"] == 1
+    again = stages(done)
+    assert (again["network"]["attempts"], again["storage"]["attempts"],
+            again["hyperpod"]["attempts"]) == (1, 2, 1)
 
 
 def test_throttling_is_absorbed(api: ApiClient, cloud: Any) -> None:
@@ -329,6 +336,31 @@ def test_fsx_for_lustre_storage_is_created_and_mounted(api: ApiClient, cloud: An
     assert operation["output"]["storage"]["claimPhase"] == "Bound"
     addons = cloud.client("eks").list_addons(clusterName="hypd-e2e")["addons"]
     assert "aws-fsx-csi-driver" in addons
+
+
+def test_the_file_system_is_made_beside_the_eks_side_and_a_retry_keeps_it(
+        api: ApiClient, cloud: Any) -> None:
+    body = demo_request(api, "e2e", BUCKET)
+    body["storage"] = {"fsx": {"storageCapacityGiB": 1200}}
+    with _hyperpod_create_refused(cloud):
+        failed = follow(api, cloud, api.post("/clusters", body)["operationId"], timeout=240)
+
+    assert failed["status"] == "FAILED"
+    by_name = stages(failed)
+    assert (by_name["storage"]["status"], by_name["hyperpod"]["status"]) == (
+        "SUCCEEDED", "FAILED")
+    # It started once the network existed, while the EKS cluster was being created.
+    assert by_name["storage"]["startedAt"] < by_name["eks"]["endedAt"]
+
+    api.post(f"/operations/{failed['id']}/retry")
+    done = follow(api, cloud, failed["id"], timeout=240)
+
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    after = stages(done)
+    assert (after["storage"]["attempts"], after["eks"]["attempts"],
+            after["hyperpod"]["attempts"]) == (1, 1, 2), "the retry skipped what succeeded"
+    assert len(cloud.client("fsx").describe_file_systems()["FileSystems"]) == 1
+    assert done["output"]["storage"]["claimPhase"] == "Bound"
 
 
 def test_groups_keep_their_capacity_subnet_and_kubernetes_choices(

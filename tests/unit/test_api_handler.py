@@ -412,6 +412,7 @@ def test_discover_starts_an_operation(api: Api, body: str | None) -> None:
     assert json.loads(described["input"]) == {
         "operationId": operation_id,
         "resumeFrom": "eks-clusters",
+        "done": {"eks-clusters": False, "hyperpod-clusters": False, "record": False},
     }
     # And the operation is recorded with the requested names and the execution's ARN, holding
     # the discover lock

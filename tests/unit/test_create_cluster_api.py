@@ -154,6 +154,9 @@ def test_create_records_the_cluster_and_starts_the_operation(api: CreateApi) -> 
     assert json.loads(described["input"]) == {
             "operationId": operation_id,
             "resumeFrom": "network",
+            "done": dict.fromkeys(
+                ("network", "eks", "dependencies", "hyperpod", "storage", "verify", "features"),
+                False),
         }
     # And the operation holds the tag's lock, its input is the resolved request
     operation = api.operations.get(operation_id)

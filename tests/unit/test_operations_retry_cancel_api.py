@@ -166,7 +166,9 @@ def test_retry_resumes_a_failed_operation_as_a_new_execution(
     ]
     # And a new execution {id}-r1 of the same state machine got the operation id and the stage
     execution = api.execution(api.create_arn, f"{operation_id}-r1")
-    assert json.loads(execution["input"]) == {"operationId": operation_id, "resumeFrom": "eks"}
+    given = json.loads(execution["input"])
+    assert (given["operationId"], given["resumeFrom"]) == (operation_id, "eks")
+    assert [stage for stage, done in given["done"].items() if done] == ["network"]
     assert view["executionArn"] == execution["executionArn"]
     # And the operation holds its lock again
     assert api.locks.holder("cluster#train") == operation_id
@@ -188,6 +190,7 @@ def test_a_discover_is_retried_from_its_first_stage_and_again_as_r2(api: Api) ->
     assert json.loads(execution["input"]) == {
         "operationId": operation_id,
         "resumeFrom": "eks-clusters",
+        "done": {"eks-clusters": False, "hyperpod-clusters": False, "record": False},
     }
     assert api.operations.get(operation_id).input == {"clusterNames": ["train"]}
     assert api.locks.holder("discover") == operation_id

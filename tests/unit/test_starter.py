@@ -87,7 +87,8 @@ def test_start_records_the_operation_with_its_execution(
         {
             "stateMachineArn": STATE_MACHINE_ARN,
             "name": started.id,
-            "input": json.dumps({"operationId": started.id, "resumeFrom": "eks-clusters"}),
+            "input": json.dumps({"operationId": started.id, "resumeFrom": "eks-clusters",
+                                 "done": {s.name: False for s in started.stages}}),
         }
     ]
     # And the stored operation is PENDING with the execution's ARN, holding the lock

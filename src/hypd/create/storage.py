@@ -172,20 +172,36 @@ def file_system_ready(system: Mapping[str, Any]) -> bool:
     return system.get("Lifecycle") == "AVAILABLE"
 
 
-def fsx_manifests(tag: str, system: Mapping[str, Any]) -> list[dict[str, Any]]:
+def mount_of(system: Mapping[str, Any]) -> dict[str, Any]:
+    """What a volume needs of a file system (FileSystems[] entry), as the storage stage
+    records it."""
     lustre = system.get("LustreConfiguration") or {}
-    capacity = int(system.get("StorageCapacity") or 1200)
+    return {
+        "fileSystemId": str(system["FileSystemId"]),
+        "dnsName": str(system.get("DNSName", "")),
+        "mountName": str(lustre.get("MountName", "")),
+        "capacityGiB": int(system.get("StorageCapacity") or 1200),
+    }
+
+
+def fsx_manifests(tag: str, mount: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A static FSx for Lustre PV (`mount_of` the file system) and the claim bound to it."""
     return _volume_and_claim(
         tag,
         driver=FSX_DRIVER,
-        handle=str(system["FileSystemId"]),
-        attributes={
-            "dnsname": str(system.get("DNSName", "")),
-            "mountname": str(lustre.get("MountName", "")),
-        },
-        capacity=f"{capacity}Gi",
+        handle=str(mount["fileSystemId"]),
+        attributes={"dnsname": str(mount["dnsName"]), "mountname": str(mount["mountName"])},
+        capacity=f"{int(mount['capacityGiB'])}Gi",
         mount_options=["flock"],
     )
+
+
+def volume_manifests(tag: str, request: StorageRequest, region: str | None,
+                     made: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The volume and claim of what the storage stage made (its output `made`)."""
+    if made.get("kind") == "s3":
+        return s3_manifests(tag, request, region)
+    return fsx_manifests(tag, made)
 
 
 # ---------------------------------------------------------------------------- both

@@ -269,6 +269,11 @@ def parse_time(value: str) -> datetime:
 
 
 # ---------------------------------------------------------------------------- retry
+def succeeded_stages(operation: Operation) -> dict[str, bool]:
+    """Every stage, true if it succeeded (a retry never repeats those)."""
+    return {s.name: s.status is StageStatus.SUCCEEDED for s in operation.stages}
+
+
 def resume_stage(operation: Operation) -> str | None:
     """The first stage that has not succeeded (where a retry resumes), or None."""
     return next((s.name for s in operation.stages if s.status is not StageStatus.SUCCEEDED), None)

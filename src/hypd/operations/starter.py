@@ -249,9 +249,9 @@ class Starter:
         cluster_status: ClusterStatus | None = None,
     ) -> Operation:
         """Start the recorded `operation`'s execution `name` at stage `resume_from` (every
-        execution's input is `{"operationId", "resumeFrom"}`: a first start names the first
-        stage); on a refusal record it FAILED (with its cluster when its kind fails the
-        cluster) and release its lock.
+        execution's input is `{"operationId", "resumeFrom", "done"}`: a first start names the
+        first stage; `done` says which stages succeeded); on a refusal record it FAILED (with
+        its cluster when its kind fails the cluster) and release its lock.
 
         `cluster_status`: what a cluster-failing kind's cluster record becomes first (a
         retried create is CREATING again)."""
@@ -264,7 +264,10 @@ class Starter:
                 self.sfn_client(),
                 machine,
                 name,
-                {"operationId": operation.id, "resumeFrom": resume_from},
+                # `done`: every stage, true if it succeeded (a retry skips those inside a
+                # Parallel's branches; a Choice cannot test a key that may be missing).
+                {"operationId": operation.id, "resumeFrom": resume_from,
+                 "done": lifecycle.succeeded_stages(operation)},
             )
         except HypdError as exc:
             info = error_info(exc)

@@ -10,6 +10,7 @@ from hypd.create.storage import (
     FSX_TIMEOUT_SECONDS,
     FileSystemTimedOut,
     fsx_manifests,
+    mount_of,
     next_check_seconds,
     s3_manifests,
 )
@@ -39,7 +40,7 @@ def test_fsx_volume_names_the_file_system() -> None:
         "StorageCapacity": 2400,
         "LustreConfiguration": {"MountName": "abcd"},
     }
-    volume, claim = fsx_manifests("demo", system)
+    volume, claim = fsx_manifests("demo", mount_of(system))
 
     assert volume["spec"]["csi"] == {
         "driver": "fsx.csi.aws.com",

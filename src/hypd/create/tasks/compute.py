@@ -8,7 +8,6 @@ from typing import Any
 from hypd.clusters.models import HyperPodCluster
 from hypd.create import hyperpod, storage
 from hypd.create.tasks.common import CreateServices, EksOutput, NetworkOutput, router
-from hypd.kubernetes.apply import apply_manifests
 from hypd.operations.steps import (
     AwaitInput,
     OperationInput,
@@ -96,38 +95,30 @@ def record_hyperpod_cluster(task: OperationInput, services: CreateServices) -> d
 
 
 # ---------------------------------------------------------------------------- storage
-@polled(router, "mount-storage", "check-storage")
+@polled(router, "create-storage", "check-storage")
 def storage_poll(task: OperationInput, services: CreateServices, *, start: bool) -> dict[str, Any]:
+    """The bucket checked, or the FSx file system created and AVAILABLE (beside the EKS side:
+    it needs only the network). The verify stage mounts it (`storage.volume_manifests`)."""
     def work() -> dict[str, Any]:
         operation, resolved = services.load(task.operation_id)
+        named = {"volume": storage.volume_name(resolved.tag),
+                 "claim": f"{storage.CLAIM_NAMESPACE}/{storage.CLAIM_NAME}"}
         if resolved.storage.s3 is not None:
             storage.check_bucket(services.client("s3"), resolved.storage.s3.bucket)
-            manifests = storage.s3_manifests(
-                resolved.tag, resolved.storage, services.settings.region
-            )
-            kind = "s3"
-        else:
-            network = Steps.output_of(operation, "network", NetworkOutput)
-            system = storage.ensure_file_system(
-                services.client("fsx"),
-                resolved,
-                subnet_id=network.compute_subnets[resolved.instance_groups[0].name],
-                security_group_id=network.security_group_id,
-                client_token=f"{operation.id}-storage",
-            )
-            if not storage.file_system_ready(system):
-                return poll_result(
-                    False, storage.next_check_seconds(Steps.elapsed(operation, "storage"))
-                )
-            manifests = storage.fsx_manifests(resolved.tag, system)
-            kind = "fsx"
-        apply_manifests(services.kubernetes(resolved.eks_cluster_name), manifests)
-        return {
-            **poll_result(True),
-            "kind": kind,
-            "volume": storage.volume_name(resolved.tag),
-            "claim": f"{storage.CLAIM_NAMESPACE}/{storage.CLAIM_NAME}",
-        }
+            return {**poll_result(True), "kind": "s3", "bucket": resolved.storage.s3.bucket,
+                    **named}
+        network = Steps.output_of(operation, "network", NetworkOutput)
+        system = storage.ensure_file_system(
+            services.client("fsx"),
+            resolved,
+            subnet_id=network.compute_subnets[resolved.instance_groups[0].name],
+            security_group_id=network.security_group_id,
+            client_token=f"{operation.id}-storage",
+        )
+        if not storage.file_system_ready(system):
+            return poll_result(
+                False, storage.next_check_seconds(Steps.elapsed(operation, "storage")))
+        return {**poll_result(True), "kind": "fsx", **storage.mount_of(system), **named}
 
     return services.steps.step(
         task, "storage", work, start=start, complete=ready, summarize=summary

@@ -15,7 +15,7 @@ from hypd.create import hyperpod, storage, verify
 from hypd.create.tasks.common import CreateServices, router
 from hypd.errors import OperationStateError
 from hypd.instance_groups.nodes import check_interval, verification_timeout
-from hypd.kubernetes.apply import AppliedObject, check_rollout
+from hypd.kubernetes.apply import AppliedObject, apply_manifests, check_rollout
 from hypd.operations.models import Operation
 from hypd.operations.steps import (
     FailInput,
@@ -35,6 +35,10 @@ def verify_poll(task: OperationInput, services: CreateServices, *, start: bool) 
     def work() -> dict[str, Any]:
         operation, resolved = services.load(task.operation_id)
         api = services.kubernetes(resolved.eks_cluster_name)
+        if start:  # the storage, made beside the EKS side, is mounted now the cluster is up
+            apply_manifests(api, storage.volume_manifests(
+                resolved.tag, resolved.storage, services.settings.region,
+                operation.stage("storage").output or {}))
         nodes, claim = verify.observe(api, storage.CLAIM_NAMESPACE, storage.CLAIM_NAME)
         workloads = (operation.stage("dependencies").output or {}).get("workloads", [])
         rollout = check_rollout(
