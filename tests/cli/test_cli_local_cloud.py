@@ -254,7 +254,8 @@ def test_watch_on_a_failing_operation_exits_1_with_the_stage_and_error_then_retr
     retried = run_cli("ops", "retry", operation_id, "--wait", *FAST, endpoint=url)
 
     assert retried.code == 0, retried.text
-    assert "(retry 1): resumes at stage storage." in retried.out
+    # The EKS side, stopped when the storage failed beside it, resumes first.
+    assert "(retry 1): resumes at stage eks." in retried.out
     assert re.search(r"^storage\s+SUCCEEDED\s+2\s", retried.out, re.M)
     assert re.search(r"^hyperpod\s+SUCCEEDED\s+1\s", retried.out, re.M)
     again = run_cli("ops", "watch", operation_id, *FAST, endpoint=url)
