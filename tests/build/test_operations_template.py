@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from hypd import observability
+from hypd import clock, observability
 from hypd.operations import lifecycle
-from hypd.operations.models import ErrorInfo, OperationKind
+from hypd.operations.models import ErrorInfo, Operation, OperationKind
 from hypd_local.template import read_template, resources_of_type
 from tests.build.support import FUNCTION_TYPE, STATE_MACHINE_TYPE, TEMPLATE
 
@@ -80,12 +81,14 @@ def emitted(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[list[str]]]:
     metrics: list[observability.Metric] = []
     monkeypatch.setattr(observability, "emit", lambda *found: metrics.extend(found))
     operation = lifecycle.new_operation(OperationKind.CREATE_CLUSTER, cluster_tag="t")
-    steps = [lifecycle.begin, lambda op: lifecycle.start_stage(op, "network"),
-             lambda op: lifecycle.complete_stage(op, "network"),
-             lambda op: lifecycle.fail(op, ErrorInfo(code="E", message="m")),
-             lifecycle.retry, lifecycle.begin,
-             lambda op: lifecycle.execution_ended(op, "ABORTED", None, None),
-             lifecycle.retry, lifecycle.begin, lambda op: lifecycle.succeed(op, {})]
+    steps: list[Callable[[Operation], Operation | None]] = [
+        lifecycle.begin, lambda op: lifecycle.start_stage(op, "network"),
+        lambda op: lifecycle.complete_stage(op, "network"),
+        lambda op: lifecycle.fail(op, ErrorInfo(code="E", message="m")),
+        lifecycle.retry, lifecycle.begin,
+        lambda op: lifecycle.execution_ended(op, "ABORTED", None, None),
+        lifecycle.retry, lifecycle.begin, lambda op: lifecycle.succeed(op, {}),
+    ]
     for step in steps:
         after = step(operation.model_copy(deep=True))
         assert after is not None
@@ -93,7 +96,7 @@ def emitted(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[list[str]]]:
         operation = after
     observability.repair_started("reboot", "t", "op-1")
     observability.unhealthy_nodes("t", 1)
-    documents = [m.document(observability.clock.now()) for m in metrics]
+    documents = [m.document(clock.now()) for m in metrics]
     return {d["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"]:
             d["_aws"]["CloudWatchMetrics"][0]["Dimensions"] for d in documents}
 

@@ -339,7 +339,8 @@ def test_monitoring_resources_are_planned_and_resolve(tmp_path: Path) -> None:
           Board:
             Type: AWS::CloudWatch::Dashboard
             Properties:
-              DashboardBody: !Sub '{"widgets": [{"type": "alarm", "properties": {"alarms": ["${Alarm.Arn}"]}}]}'
+              DashboardBody: !Sub '{"widgets": [{"type": "alarm",
+                                   "properties": {"alarms": ["${Alarm.Arn}"]}}]}'
           Fn:
             Type: AWS::Serverless::Function
             Properties:
