@@ -1,4 +1,5 @@
-"""Helpers shared by the integration and end-to-end tests (fault injection, raw table reads)."""
+"""Helpers shared by the unit, integration and end-to-end tests (fault injection, raw table reads,
+the EMF metrics the functions print)."""
 
 from __future__ import annotations
 
@@ -101,3 +102,32 @@ def service_role(cloud: Any, name: str, service: str) -> str:
             "Version": "2012-10-17", "Statement": [{
                 "Effect": "Allow", "Action": sorted(EXECUTION_ACTIONS), "Resource": "*"}]}))
     return arn
+
+
+def emf_documents(captured: str) -> list[dict[str, Any]]:
+    """The EMF documents the functions printed. Lambda threads share the captured stdout, so
+    two documents may share a line: each line is read as a sequence of JSON documents."""
+    decoder = json.JSONDecoder()
+    documents = []
+    for line in captured.splitlines():
+        at = line.find('{"_aws"')
+        while at != -1:
+            try:
+                document, end = decoder.raw_decode(line, at)
+            except ValueError:
+                break
+            if "CloudWatchMetrics" in document.get("_aws", {}):
+                documents.append(document)
+            at = line.find('{"_aws"', end)
+    return documents
+
+
+def emf_sum(documents: list[dict[str, Any]], name: str, **dimensions: str) -> int:
+    """The sum of one metric over the documents with these dimensions (EMF values are a
+    number or a list of numbers)."""
+    total = 0.0
+    for d in documents:
+        if name in d and all(d.get(k) == v for k, v in dimensions.items()):
+            value = d[name]
+            total += sum(value) if isinstance(value, list) else value
+    return int(total)

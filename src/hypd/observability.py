@@ -1,18 +1,49 @@
-"""Powertools wiring shared by the state-machine functions: logs, metrics and traces.
+"""Powertools wiring shared by the state-machine functions: logs, metrics and traces; and the
+operators' metrics of every function (docs/operations.md).
 
 Structured logs carry the operation id as the correlation id; every task emits one metric
 (`TaskSucceeded` or `TaskFailed`, dimension `task`).
+
+The operators' metrics (namespace `hypd`, no `service` dimension, so the API, the task
+functions and the events function add to one series) are CloudWatch embedded metric format
+documents written to standard output, one line each: Lambda sends the line to CloudWatch Logs,
+which makes the metric (no PutMetricData call, no IAM permission). They are written here
+rather than with Powertools' `single_metric`, which adds a `service` dimension whenever
+POWERTOOLS_SERVICE_NAME is set. Each is emitted where its transition is recorded:
+
+* `OperationsStarted`, `OperationsSucceeded`, `OperationsFailed`, `OperationsCancelled`
+  (dimension `Kind`, and without dimensions for the total) and `StageDuration` (seconds,
+  dimensions `Kind`, `Stage`): `operation_changed`, from the one write path of operation
+  records (`hypd.operations.store.OperationStore.update`), once per change of the record;
+* `Repairs` (dimension `Action`): `repair_started`, when hypd starts a reboot or replacement;
+* `UnhealthyNodes` (dimension `Cluster`): `unhealthy_nodes`, when a node's health status
+  changes and when an operation on the cluster ends (both in `hypd.health.handler`).
+
+Emitting never fails the caller: an error is logged and the metric is lost.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, cast
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hypd import clock
+from hypd.operations.models import Operation, OperationStatus, StageStatus
+
+NAMESPACE = "hypd"
+"""The namespace of the operators' metrics (the template's dashboard and alarms read it)."""
+
+LOG = logging.getLogger(__name__)
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
@@ -83,3 +114,125 @@ def task_handler(
         return result
 
     return cast(Handler, handler)
+
+
+# ---------------------------------------------------------------------------- operators' metrics
+@dataclass(frozen=True)
+class Metric:
+    """One value of one metric, with its dimensions (name -> value) and, with `total`, also
+    without them (EMF's empty dimension set: the sum over every value of the dimensions)."""
+
+    name: str
+    value: float
+    unit: str = "Count"
+    dimensions: Mapping[str, str] = field(default_factory=dict)
+    total: bool = False
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    """Logged beside the metric, searchable in CloudWatch Logs Insights; no dimensions."""
+
+    def document(self, at: datetime) -> dict[str, Any]:
+        """The embedded metric format document of this value at `at`."""
+        dimension_sets = [list(self.dimensions)] + ([[]] if self.total else [])
+        return {
+            "_aws": {
+                "Timestamp": int(at.timestamp() * 1000),
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": NAMESPACE,
+                        "Dimensions": dimension_sets,
+                        "Metrics": [{"Name": self.name, "Unit": self.unit}],
+                    }
+                ],
+            },
+            **self.properties,
+            **self.dimensions,
+            self.name: self.value,
+        }
+
+
+def emit(*metrics: Metric) -> None:
+    """Write each metric as one EMF line on standard output; never raises."""
+    for metric in metrics:
+        try:
+            line = json.dumps(metric.document(clock.now()), separators=(",", ":"), default=str)
+            # One write per line: functions sharing a process (the local cloud) do not split it.
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        except Exception:  # a metric must never fail what it measures
+            LOG.warning("metric %s not emitted", metric.name, exc_info=True)
+
+
+_ENDED = {
+    OperationStatus.SUCCEEDED: "OperationsSucceeded",
+    OperationStatus.FAILED: "OperationsFailed",
+    OperationStatus.CANCELLED: "OperationsCancelled",
+}
+
+
+def operation_metrics(before: Operation, after: Operation) -> list[Metric]:
+    """What one change of an operation's record means, as metrics (pure).
+
+    PENDING -> RUNNING is a start (the first execution or a retry's); a change to SUCCEEDED,
+    FAILED or CANCELLED is an end (a start AWS refused ends FAILED without a start); a stage
+    that becomes SUCCEEDED gives its duration. A change that repeats what the record says
+    gives none, so each transition counts once however often its task runs.
+    """
+    kind = {"Kind": after.kind.value}
+    found: list[Metric] = []
+    properties = {"operationId": after.id}
+    if before.status is OperationStatus.PENDING and after.status is OperationStatus.RUNNING:
+        found.append(Metric("OperationsStarted", 1, dimensions=kind, total=True,
+                            properties=properties))
+    elif after.status.terminal and not before.status.terminal:
+        found.append(Metric(_ENDED[after.status], 1, dimensions=kind, total=True,
+                            properties=properties))
+    earlier = {stage.name: stage for stage in before.stages}
+    for stage in after.stages:
+        was = earlier.get(stage.name)
+        if stage.status is not StageStatus.SUCCEEDED or was is None or (
+            was.status is StageStatus.SUCCEEDED
+        ):
+            continue
+        seconds = stage_seconds(after, stage.name)
+        if seconds is not None:
+            found.append(Metric("StageDuration", seconds, unit="Seconds",
+                                dimensions={**kind, "Stage": stage.name},
+                                properties={**properties, "attempts": stage.attempts}))
+    return found
+
+
+def stage_seconds(operation: Operation, name: str) -> float | None:
+    """How long the stage took to succeed in the current execution: from its first attempt
+    (or from the retry that resumed the operation, when that is later) to its end."""
+    stage = operation.stage(name)
+    if stage.started_at is None or stage.ended_at is None:
+        return None
+    start = _time(stage.started_at)
+    if operation.retries:
+        start = max(start, _time(operation.retries[-1].requested_at))
+    return max(0.0, (_time(stage.ended_at) - start).total_seconds())
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def operation_changed(before: Operation, after: Operation) -> None:
+    """Emit what a recorded change of an operation means (`operation_metrics`); never raises."""
+    try:
+        found = operation_metrics(before, after)
+    except Exception:  # a metric must never fail an operation
+        LOG.warning("operation %s: metrics not computed", after.id, exc_info=True)
+        return
+    emit(*found)
+
+
+def repair_started(action: str, tag: str, operation_id: str) -> None:
+    """hypd started a reboot or a replacement of a node (`Repairs`, dimension `Action`)."""
+    emit(Metric("Repairs", 1, dimensions={"Action": action},
+                properties={"cluster": tag, "operationId": operation_id}))
+
+
+def unhealthy_nodes(tag: str, count: int) -> None:
+    """The cluster's unhealthy nodes now (`UnhealthyNodes`, dimension `Cluster`)."""
+    emit(Metric("UnhealthyNodes", count, dimensions={"Cluster": tag}))

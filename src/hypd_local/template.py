@@ -130,6 +130,12 @@ class Stack(FunctionBuilders):
         "AWS::IAM::Role": StackPlanners._plan_role,
         "AWS::IAM::ManagedPolicy": StackPlanners._plan_managed_policy,
         "AWS::ApiGateway::Account": StackPlanners._plan_policy,
+        # Monitoring: planned so that references resolve, not made (nothing runs them here).
+        "AWS::KMS::Key": StackPlanners._plan_key,
+        "AWS::CloudWatch::Alarm": StackPlanners._plan_alarm,
+        "AWS::CloudWatch::Dashboard": StackPlanners._plan_dashboard,
+        # An email subscription to a topic: accepted, not made (nobody could confirm it).
+        "AWS::SNS::Subscription": StackPlanners._plan_policy,
         # Permissions: accepted, not enforced (moto does not enforce IAM either by default).
         "AWS::SQS::QueuePolicy": StackPlanners._plan_policy,
         "AWS::SNS::TopicPolicy": StackPlanners._plan_policy,

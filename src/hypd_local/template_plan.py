@@ -4,6 +4,7 @@ API), planned before anything is built so that every ``Ref`` and ``Fn::GetAtt`` 
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from hypd_local.intrinsics import TemplateError, scalar_str
@@ -133,6 +134,24 @@ class StackPlanners(StackBase):
             raise TemplateError(f"Resources.{logical_id}.Properties.Path: {path!r} must begin "
                                 "and end with /")
         return path
+
+    def _plan_key(self, logical_id: str) -> Resource:
+        # Planned, not made: the local cloud encrypts nothing with it; a topic keeps its
+        # KmsMasterKeyId as an attribute. Ref is the key id (a UUID), as on AWS.
+        key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.stack_name}/{logical_id}"))
+        return Resource(logical_id, self._raw[logical_id]["Type"], key_id,
+                        {"Arn": self._arn("kms", f"key/{key_id}"), "KeyId": key_id})
+
+    def _plan_alarm(self, logical_id: str) -> Resource:
+        # CloudWatch alarms and dashboards: accepted, not emulated (the local cloud keeps no
+        # metrics; the functions' EMF lines go to standard output). Ref is the name, as on AWS.
+        name = self._name(logical_id, "AlarmName", 255)
+        return Resource(logical_id, self._raw[logical_id]["Type"], name,
+                        {"Arn": self._arn("cloudwatch", f"alarm:{name}")})
+
+    def _plan_dashboard(self, logical_id: str) -> Resource:
+        name = self._name(logical_id, "DashboardName", 255)
+        return Resource(logical_id, self._raw[logical_id]["Type"], name)
 
     def _plan_policy(self, logical_id: str) -> Resource:
         # Resource-based policies and Lambda permissions are not evaluated (a same-account

@@ -23,6 +23,8 @@ from tests.e2e.capacity import (
     stages,
 )
 from tests.e2e.iam_calls import Calls, assert_allowed, calls_by_function
+from tests.support import emf_documents as metrics
+from tests.support import emf_sum as counted
 from tests.support import fail_calls, group_body
 
 __all__ = ["calls_by_function"]  # the fixture
@@ -57,35 +59,6 @@ def received(cloud: Any, url: str) -> list[dict[str, Any]]:
         for message in batch:
             found.append(json.loads(message["Body"]))
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-
-
-def metrics(captured: str) -> list[dict[str, Any]]:
-    """The EMF documents the functions printed. Lambda threads share the captured stdout, so
-    two documents may share a line: each line is read as a sequence of JSON documents."""
-    decoder = json.JSONDecoder()
-    documents = []
-    for line in captured.splitlines():
-        at = line.find('{"_aws"')
-        while at != -1:
-            try:
-                document, end = decoder.raw_decode(line, at)
-            except ValueError:
-                break
-            if "CloudWatchMetrics" in document.get("_aws", {}):
-                documents.append(document)
-            at = line.find('{"_aws"', end)
-    return documents
-
-
-def counted(documents: list[dict[str, Any]], name: str, **dimensions: str) -> int:
-    """The sum of one metric over the documents with these dimensions (EMF values are a
-    number or a list of numbers)."""
-    total = 0.0
-    for d in documents:
-        if name in d and all(d.get(k) == v for k, v in dimensions.items()):
-            value = d[name]
-            total += sum(value) if isinstance(value, list) else value
-    return int(total)
 
 
 def test_an_unhealthy_node_is_recorded_notified_and_replaced_under_a_replace_policy(
@@ -133,12 +106,23 @@ def test_an_unhealthy_node_is_recorded_notified_and_replaced_under_a_replace_pol
     assert f"hypd started replace-node operation {taken['operationId']}" in note["Message"]
     assert note["MessageAttributes"]["cluster"]["Value"] == TAG
 
-    # the metrics
+    # the metrics (the operation's end has reached the events function too)
+    cloud.wait_for_executions(timeout=120)
     documents = metrics(capfd.readouterr().out)
     assert counted(documents, "EventsReceived", detailType=NODE_HEALTH) >= 1
     assert counted(documents, "NodeHealthEvents", healthStatus="Unhealthy") == 1
-    assert counted(documents, "RepairActions", action="replace") == 1
+    assert counted(documents, "Repairs", Action="replace") == 1
     assert counted(documents, "NotificationsSent") == 1
+    assert counted(documents, "OperationsStarted", Kind="replace-node") == 1
+    assert counted(documents, "OperationsSucceeded", Kind="replace-node") == 1
+    timed = {d["Stage"] for d in documents
+             if "StageDuration" in d and d["Kind"] == "replace-node"}
+    assert timed == {s["name"] for s in replaced["stages"] if s["status"] == "SUCCEEDED"}
+    # one unhealthy node when it turned unhealthy; none once it was replaced
+    unhealthy = [d["UnhealthyNodes"] for d in documents
+                 if "UnhealthyNodes" in d and d["Cluster"] == TAG]
+    assert unhealthy[0] == 1
+    assert unhealthy[-1] == 0
 
 
 def test_under_the_default_policy_a_node_is_only_recorded_and_notified(
@@ -248,7 +232,7 @@ def test_an_event_storm_cannot_churn_the_cluster(
     documents = metrics(capfd.readouterr().out)
     assert counted(documents, "EventsMalformed", detailType=NODE_HEALTH) == malformed
     assert counted(documents, "NodeHealthEvents") == storm
-    assert counted(documents, "RepairActions", action="replace") == 2
+    assert counted(documents, "Repairs", Action="replace") == 2
     dlq = cloud.stack.queues["OperationEventsDeadLetterQueue"].url
     kept = [json.loads(m["Body"]) for m in drain(cloud, dlq)]
     assert len(kept) == malformed

@@ -37,6 +37,11 @@ def test_the_real_template_is_provisioned() -> None:
             assert config["Environment"]["Variables"] == dict(function.environment)
             assert config["Environment"]["Variables"]["TABLE_NAME"] == resources["HypdTable"]
 
+        # Every resource type of the template is known: monitoring is planned, not skipped
+        assert stack.warnings == []
+        assert stack.topics["AlarmsTopic"].attributes["KmsMasterKeyId"] == (
+            stack.refs()["AlarmsKey"])
+
         # Every topic, with the template's attributes
         assert "HealthNotificationsTopic" in stack.topics
         for topic in stack.topics.values():

@@ -318,3 +318,48 @@ def test_resources_with_a_false_condition_are_skipped(tmp_path: Path) -> None:
 
     assert "Table" not in Stack(template).tables
     assert "Table" in Stack(template, parameters={"Enabled": "yes"}).tables
+
+
+def test_monitoring_resources_are_planned_and_resolve(tmp_path: Path) -> None:
+    template = write_template(
+        tmp_path,
+        """
+        Resources:
+          Key:
+            Type: AWS::KMS::Key
+          Topic:
+            Type: AWS::SNS::Topic
+            Properties: {KmsMasterKeyId: !Ref Key}
+          Mail:
+            Type: AWS::SNS::Subscription
+            Properties: {TopicArn: !Ref Topic, Protocol: email, Endpoint: ops@example.com}
+          Alarm:
+            Type: AWS::CloudWatch::Alarm
+            Properties: {AlarmName: !Sub "${AWS::StackName}-broken", AlarmActions: [!Ref Topic]}
+          Board:
+            Type: AWS::CloudWatch::Dashboard
+            Properties:
+              DashboardBody: !Sub '{"widgets": [{"type": "alarm",
+                                   "properties": {"alarms": ["${Alarm.Arn}"]}}]}'
+          Fn:
+            Type: AWS::Serverless::Function
+            Properties:
+              CodeUri: fn
+              Handler: app.handler
+              Environment:
+                Variables: {ALARM: !GetAtt Alarm.Arn, BOARD: !Ref Board, KEY: !GetAtt Key.Arn}
+        """,
+        FUNCTION_FILES,
+    )
+
+    stack = Stack(template, region="eu-west-1", stack_name="fx")
+
+    assert stack.warnings == []
+    key = stack.refs()["Key"]
+    assert stack.topics["Topic"].attributes == {"KmsMasterKeyId": key}
+    assert key == Stack(template, region="eu-west-1", stack_name="fx").refs()["Key"]  # stable
+    assert stack.functions["Fn"].environment == {
+        "ALARM": "arn:aws:cloudwatch:eu-west-1:123456789012:alarm:fx-broken",
+        "BOARD": "fx-Board",
+        "KEY": f"arn:aws:kms:eu-west-1:123456789012:key/{key}",
+    }

@@ -13,6 +13,10 @@ dead-letter queue with its reason, and nothing else happens. Then by detail-type
 * the end of an operation's execution (its cluster is free again): the repairs deferred because
   the cluster was busy are decided again, oldest first, until one starts.
 
+When a node's health status changes, and when an operation on its cluster ends, the cluster's
+unhealthy nodes are counted (the `UnhealthyNodes` metric); a repair hypd starts is counted as
+`Repairs` (`hypd.observability`).
+
 A repair that finds its cluster busy with another operation gives its reservation back and is
 recorded as deferred (`busy`): one operation at a time runs on a cluster, and a repair waits
 for the running one to end rather than for Lambda's retries. Every AWS error the handler does
@@ -28,7 +32,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from hypd import clock
+from hypd import clock, observability
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.aws import sns, sqs
 from hypd.capacity.changes import ACTION_STATUSES
@@ -37,7 +41,7 @@ from hypd.capacity.start import capacity_operation
 from hypd.clusters.create_request import hyperpod_cluster_name
 from hypd.clusters.store import ClusterStore
 from hypd.config import EventSettings
-from hypd.errors import ConflictError, PermanentError
+from hypd.errors import AwsResourceNotFound, ConflictError, PermanentError
 from hypd.health import notify
 from hypd.health.budget import Repair, RepairBudget
 from hypd.health.events import (
@@ -201,8 +205,34 @@ def on_node_health(
     }
     if should_notify(previous, node.latest):
         result["notified"] = tell(services, node)
+    if previous is None or previous.status != node.latest.status:
+        count_unhealthy(services, tag, log)
     log.info("node health", extra=result)
     return result
+
+
+def count_unhealthy(
+    services: EventServices, tag: str, log: Logger, recorded: list[NodeHealth] | None = None
+) -> None:
+    """Emit the cluster's unhealthy nodes (`UnhealthyNodes`): the nodes whose latest health is
+    not Healthy and that HyperPod still lists (a node it replaced is gone, not unhealthy; the
+    nodes are listed only when a recorded one is unhealthy). Never raises: a metric must not
+    fail the event."""
+    try:
+        nodes = services.health.nodes(tag) if recorded is None else recorded
+        unhealthy = {n.node_id for n in nodes if n.latest.status != HEALTHY}
+        if unhealthy:
+            try:
+                listed = sagemaker_api.list_cluster_nodes(
+                    services.client("sagemaker"), hyperpod_cluster_name(tag)
+                )
+            except AwsResourceNotFound:
+                listed = []
+            unhealthy &= {str(n.get("InstanceId")) for n in listed}
+    except Exception as exc:  # a metric must never fail the event
+        log.warning("unhealthy nodes not counted", cluster=tag, error=str(exc))
+        return
+    observability.unhealthy_nodes(tag, len(unhealthy))
 
 
 def tell(services: EventServices, node: NodeHealth) -> bool:
@@ -277,7 +307,7 @@ def act(services: EventServices, tag: str, cluster_name: str, node: NodeHealth) 
         services.budget.release(tag, reservation)
         services.count("RepairsDeferred", action=repair)
         return TakenAction(by=Taken.NONE, action=repair, reason=BUSY)
-    services.count("RepairActions", action=repair)
+    observability.repair_started(repair, tag, operation.id)
     return TakenAction(by=Taken.HYPD, action=repair, operation_id=operation.id)
 
 
@@ -296,8 +326,9 @@ def on_operation_ended(
     if tag is None:
         return {"operation": operation_id, "resumed": []}
     resumed: list[dict[str, Any]] = []
+    recorded = services.health.nodes(tag)
     deferred = sorted(
-        (n for n in services.health.nodes(tag)
+        (n for n in recorded
          if n.latest.taken is not None and n.latest.taken.reason == BUSY),
         key=lambda n: n.latest.order,
     )
@@ -312,6 +343,8 @@ def on_operation_ended(
             tell(services, updated)
         if taken.by is Taken.HYPD or taken.reason == BUSY:
             break  # the cluster is busy again: the others wait for this one
+    # The operation may have replaced or deleted a node: the count again.
+    count_unhealthy(services, tag, log, recorded)
     result = {"operation": operation_id, "execution": detail.name, "cluster": tag,
               "status": detail.status, "resumed": resumed}
     if resumed:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hypd import clock
+from hypd import clock, observability
 from hypd.aws.dynamodb import (
     ConditionFailed,
     Table,
@@ -70,6 +70,8 @@ class OperationStore:
             ConcurrentUpdate: the record kept changing beyond the retry budget.
         """
 
+        written: list[tuple[Operation, Operation]] = []
+
         def attempt() -> Operation:
             current = self.get(operation_id)
             changed = mutate(current.model_copy(deep=True))
@@ -84,9 +86,15 @@ class OperationStore:
                 condition="version = :v",
                 values={":v": {"N": str(current.version)}},
             )
+            written.append((current, changed))
             return changed
 
-        return optimistic(attempt, attempts=MAX_UPDATE_ATTEMPTS, what=f"operation {operation_id}")
+        result = optimistic(attempt, attempts=MAX_UPDATE_ATTEMPTS, what=f"operation {operation_id}")
+        # The one write path of an operation's record: the change that was written, once, as
+        # the operators' metrics (starts, ends, stage durations).
+        for before, after in written:
+            observability.operation_changed(before, after)
+        return result
 
     # ------------------------------------------------------------------ reads
     def get(self, operation_id: str) -> Operation:

@@ -26,6 +26,7 @@ from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind, OperationStatus
 from hypd.operations.store import OperationStore
 from hypd.operations.waiters import WaiterStore
+from tests.support import emf_documents
 from tests.unit.support import FakeClock, cluster_record, hyperpod_arn, load_event
 
 NODE = "i-12345678abcdefghi"
@@ -39,12 +40,24 @@ class Fakes:
 
     def __init__(self) -> None:
         self.node_status: dict[str, str] = {NODE: "Failure"}
+        """The nodes HyperPod lists, by id, and their instance status."""
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
 
     def __call__(self, service: str) -> Any:
         fakes = self
 
+        class Paginator:
+            def __init__(self, name: str) -> None:
+                self.name = name
+
+            def paginate(self, **kwargs: Any) -> Any:
+                fakes.calls.append((service, self.name, kwargs))
+                yield getattr(fakes, f"{service}_{self.name}")(**kwargs)
+
         class Client:
+            def get_paginator(self, name: str) -> Paginator:
+                return Paginator(name)
+
             def __getattr__(self, name: str) -> Any:
                 def call(**kwargs: Any) -> Any:
                     fakes.calls.append((service, name, kwargs))
@@ -64,6 +77,10 @@ class Fakes:
                               "DescribeClusterNode")
         return {"NodeDetails": {"InstanceId": node_id, "InstanceGroupName": "gpu",
                                 "InstanceStatus": {"Status": self.node_status[node_id]}}}
+
+    def sagemaker_list_cluster_nodes(self, **kwargs: str) -> Any:
+        return {"ClusterNodeSummaries": [{"InstanceId": node_id, "InstanceGroupName": "gpu"}
+                                         for node_id in self.node_status]}
 
     def stepfunctions_start_execution(self, **kwargs: Any) -> Any:
         return {"executionArn": f"{MACHINE}:{kwargs['name']}"}
@@ -117,6 +134,17 @@ def names(counted: list[tuple[str, dict[str, str]]]) -> list[str]:
     return [name for name, _ in counted]
 
 
+def metric(capsys: pytest.CaptureFixture[str], name: str) -> list[dict[str, Any]]:
+    """The EMF documents of one metric printed since the last call, checked for their shape."""
+    documents = [d for d in emf_documents(capsys.readouterr().out) if name in d]
+    for document in documents:
+        (directive,) = document["_aws"]["CloudWatchMetrics"]
+        assert directive["Namespace"] == "hypd"
+        assert directive["Metrics"] == [{"Name": name, "Unit": "Count"}]
+        assert "service" not in document
+    return documents
+
+
 def test_under_the_default_policy_an_unhealthy_node_is_recorded_and_notified_only(
     services: EventServices, fakes: Fakes, counted: list[Any]
 ) -> None:
@@ -143,7 +171,7 @@ def test_under_the_default_policy_an_unhealthy_node_is_recorded_and_notified_onl
 
 
 def test_under_a_replace_policy_a_replace_node_operation_starts(
-    services: EventServices, fakes: Fakes, counted: list[Any]
+    services: EventServices, fakes: Fakes, capsys: pytest.CaptureFixture[str]
 ) -> None:
     services.policies.put("train", HealthPolicy(action="replace"))
     result = handle(health_event(), services)
@@ -159,7 +187,9 @@ def test_under_a_replace_policy_a_replace_node_operation_starts(
     assert started["name"] == operation.id
     (published,) = fakes.of("sns", "publish")
     assert f"hypd started replace-node operation {operation.id}" in published["Message"]
-    assert ("RepairActions", {"action": "replace"}) in counted
+    (repairs,) = metric(capsys, "Repairs")
+    assert (repairs["Action"], repairs["Repairs"]) == ("replace", 1)
+    assert repairs["operationId"] == operation.id
     node = services.health.node("train", NODE)
     assert node is not None
     assert node.latest.taken is not None
@@ -397,3 +427,64 @@ def test_a_healthy_node_is_not_notified(services: EventServices, fakes: Fakes) -
     assert node.latest.taken is not None
     assert node.latest.taken.by is Taken.NONE
     assert node.latest.taken.reason == "healthy"
+
+
+# ---------------------------------------------------------------------------- unhealthy nodes
+def unhealthy(capsys: pytest.CaptureFixture[str]) -> list[int]:
+    """The UnhealthyNodes values of cluster train printed since the last call."""
+    documents = metric(capsys, "UnhealthyNodes")
+    for document in documents:
+        assert document["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Cluster"]]
+        assert document["Cluster"] == "train"
+    return [d["UnhealthyNodes"] for d in documents]
+
+
+def test_the_unhealthy_nodes_are_counted_when_a_node_s_status_changes(
+    services: EventServices, fakes: Fakes, fixed_clock: FakeClock,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fakes.node_status["i-0aaa"] = "Running"
+    handle(health_event(0), services)
+    assert unhealthy(capsys) == [1]
+    handle(health_event(1, node="i-0aaa"), services)
+    assert unhealthy(capsys) == [2]
+    # a repeat of a status, a new reason, an older event or a duplicate change no count
+    handle(health_event(2, HealthStatusReason="again"), services)
+    handle(health_event(0), services)
+    assert unhealthy(capsys) == []
+    # a node that recovers: counted without listing the nodes when none is left unhealthy
+    handle(health_event(3, HealthStatus="Healthy", HealthStatusReason="ok"), services)
+    assert unhealthy(capsys) == [1]
+    fakes.calls.clear()
+    handle(health_event(4, node="i-0aaa", HealthStatus="Healthy", HealthStatusReason="ok"),
+           services)
+    assert unhealthy(capsys) == [0]
+    assert fakes.of("sagemaker", "list_cluster_nodes") == []
+
+
+def test_a_node_hyperpod_no_longer_lists_is_not_counted_once_an_operation_ends(
+    services: EventServices, fakes: Fakes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    services.policies.put("train", HealthPolicy(action="replace"))
+    started = handle(health_event(), services)["taken"]["operationId"]
+    assert unhealthy(capsys) == [1]
+    # the replacement is done: HyperPod lists a new node instead
+    del fakes.node_status[NODE]
+    fakes.node_status["i-0new"] = "Running"
+    services.locks.release(cluster_lock("train"), started)
+    handle(execution_ended(started), services)
+    assert unhealthy(capsys) == [0]
+
+
+def test_counting_the_unhealthy_nodes_never_fails_the_event(
+    services: EventServices, fakes: Fakes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refused(**kwargs: Any) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}},
+                          "ListClusterNodes")
+
+    fakes.sagemaker_list_cluster_nodes = refused  # type: ignore[method-assign]
+    result = handle(health_event(), services)
+    assert result["status"] == "Unhealthy"
+    assert result["notified"] is True
+    assert unhealthy(capsys) == []
