@@ -1,13 +1,16 @@
-"""Powertools wiring shared by the state-machine functions: logs, metrics and traces.
+"""Powertools wiring shared by the functions: logs, metrics and traces.
 
 Structured logs carry the operation id as the correlation id; every task emits one metric
-(`TaskSucceeded` or `TaskFailed`, dimension `task`).
+(`TaskSucceeded` or `TaskFailed`, dimension `task`). `DeferredTracer` traces a handler with a
+Tracer made on its first invocation (the API's, whose init imports only what routing needs).
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 from aws_lambda_powertools import Logger, Tracer
@@ -83,3 +86,45 @@ def task_handler(
         return result
 
     return cast(Handler, handler)
+
+
+class DeferredTracer:
+    """Powertools' Tracer for one handler, made on the first invocation instead of at import.
+
+    With tracing on (on Lambda), making a Tracer imports the X-Ray SDK, whose recorder builds
+    botocore clients for its sampler as it is imported: more than a bare `import boto3`. A
+    function whose init must stay small traces through this; a SnapStart function calls
+    `tracer()` before its snapshot (`hypd.snapstart`), so a restored environment has it made.
+
+    `patch_modules`: what the X-Ray SDK patches (Powertools' default patches every module it
+    supports that is installed, importing each: `requests` among them, which hypd never uses).
+    """
+
+    def __init__(self, *, patch_modules: Sequence[str]) -> None:
+        self._patch_modules = tuple(patch_modules)
+        self._tracer: Tracer | None = None
+        self._lock = threading.Lock()
+
+    def tracer(self) -> Tracer:
+        """The Tracer (made on the first call)."""
+        with self._lock:
+            if self._tracer is None:
+                self._tracer = Tracer(patch_modules=self._patch_modules)
+            return self._tracer
+
+    def capture_lambda_handler(self, handler: Handler) -> Handler:
+        """`Tracer.capture_lambda_handler(capture_response=False)`, applied on the first
+        invocation."""
+
+        @functools.cache
+        def traced() -> Handler:
+            return cast(
+                Handler,
+                self.tracer().capture_lambda_handler(handler, capture_response=False),
+            )
+
+        @functools.wraps(handler)
+        def invoke(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+            return traced()(event, context)
+
+        return invoke
