@@ -2,8 +2,8 @@
 
 Routes, validation and error mapping live in `hypd.api`; configuration is read once, here.
 Init imports what routing and validation need; the route modules, the services (stores, boto3)
-and the X-Ray SDK load on the first request that needs them (docs/performance.md), or all at
-once by `prime`.
+and the X-Ray SDK load on the first request that needs them (docs/performance.md), or, with
+SnapStart, before the snapshot (`prime`), so that a restored environment imports nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hypd import snapstart
 from hypd.api.app import build_app
 from hypd.config import ApiSettings
 from hypd.observability import DeferredTracer
@@ -52,8 +53,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 
 def prime() -> None:
-    """Load what requests would (every route module, the services, the X-Ray SDK), making no
-    AWS client and signing nothing."""
+    """Before SnapStart's snapshot: load what requests would (every route module, the
+    services, the X-Ray SDK), making no AWS client and signing nothing."""
     app.warm()
     tracer.tracer()
 
+
+snapstart.register(prime)
