@@ -3,7 +3,7 @@
 Routes, validation and error mapping live in `hypd.api`; configuration is read once, here.
 Init imports what routing and validation need; the route modules, the services (stores, boto3)
 and the X-Ray SDK load on the first request that needs them (docs/performance.md), or, with
-SnapStart, before the snapshot (`prime`), so that a restored environment imports nothing.
+SnapStart, before the snapshot (`prime`), so that a restored environment has them loaded.
 """
 
 from __future__ import annotations
