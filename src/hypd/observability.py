@@ -2,7 +2,8 @@
 operators' metrics of every function (docs/operations.md).
 
 Structured logs carry the operation id as the correlation id; every task emits one metric
-(`TaskSucceeded` or `TaskFailed`, dimension `task`).
+(`TaskSucceeded` or `TaskFailed`, dimension `task`). `DeferredTracer` traces a handler with a
+Tracer made on its first invocation (the API's, whose init imports only what routing needs).
 
 The operators' metrics (namespace `hypd`, no `service` dimension, so the API, the task
 functions and the events function add to one series) are CloudWatch embedded metric format
@@ -24,11 +25,13 @@ Emitting never fails the caller: an error is logged and the metric is lost.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, cast
@@ -236,3 +239,45 @@ def repair_started(action: str, tag: str, operation_id: str) -> None:
 def unhealthy_nodes(tag: str, count: int) -> None:
     """The cluster's unhealthy nodes now (`UnhealthyNodes`, dimension `Cluster`)."""
     emit(Metric("UnhealthyNodes", count, dimensions={"Cluster": tag}))
+
+
+class DeferredTracer:
+    """Powertools' Tracer for one handler, made on the first invocation instead of at import.
+
+    With tracing on (on Lambda), making a Tracer imports the X-Ray SDK, whose recorder builds
+    botocore clients for its sampler as it is imported: more than a bare `import boto3`. A
+    function whose init must stay small traces through this; a SnapStart function calls
+    `tracer()` before its snapshot (`hypd.snapstart`), so a restored environment has it made.
+
+    `patch_modules`: what the X-Ray SDK patches (Powertools' default patches every module it
+    supports that is installed, importing each: `requests` among them, which hypd never uses).
+    """
+
+    def __init__(self, *, patch_modules: Sequence[str]) -> None:
+        self._patch_modules = tuple(patch_modules)
+        self._tracer: Tracer | None = None
+        self._lock = threading.Lock()
+
+    def tracer(self) -> Tracer:
+        """The Tracer (made on the first call)."""
+        with self._lock:
+            if self._tracer is None:
+                self._tracer = Tracer(patch_modules=self._patch_modules)
+            return self._tracer
+
+    def capture_lambda_handler(self, handler: Handler) -> Handler:
+        """`Tracer.capture_lambda_handler(capture_response=False)`, applied on the first
+        invocation."""
+
+        @functools.cache
+        def traced() -> Handler:
+            return cast(
+                Handler,
+                self.tracer().capture_lambda_handler(handler, capture_response=False),
+            )
+
+        @functools.wraps(handler)
+        def invoke(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+            return traced()(event, context)
+
+        return invoke

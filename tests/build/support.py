@@ -6,7 +6,7 @@ import ast
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,15 +143,27 @@ def check_import_closure(
     function_dir: Path,
     layer_dirs: list[Path],
     first_party: tuple[str, ...] = ("hypd",),
+    imported_by_name: Sequence[str] = (),
 ) -> ImportReport:
     """Follows the imports of the handler module (recursively through the function's own modules
     and the first-party packages in the layer) and reports every imported top-level module that
     neither the function artefact, the layer nor the python3.12 standard library provides, and
-    every first-party submodule that does not exist."""
+    every first-party submodule that does not exist.
+
+    `imported_by_name`: first-party modules the code imports by a computed name
+    (`importlib.import_module`), which no import statement shows; they are followed too."""
     stdlib = stdlib_312()
     report = ImportReport()
     queue: list[tuple[str, Path]] = [(entry_module, entry)]
     seen: set[str] = {entry_module}
+    for module in imported_by_name:
+        root = top_level_resolves(module.split(".")[0], layer_dirs)
+        file = module_file(root, module) if root is not None else None
+        if file is None:
+            report.unresolved.append(f"{module} (imported by name)")
+        elif module not in seen:
+            seen.add(module)
+            queue.append((module, file))
 
     def enqueue(module: str, path: Path) -> None:
         if module not in seen:

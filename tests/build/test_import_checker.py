@@ -18,11 +18,19 @@ def write(root: Path, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def closure(tmp_path: Path, function: dict[str, str], layer: dict[str, str]) -> list[str]:
+def closure(
+    tmp_path: Path,
+    function: dict[str, str],
+    layer: dict[str, str],
+    imported_by_name: tuple[str, ...] = (),
+) -> list[str]:
     function_dir, layer_dir = tmp_path / "fn", tmp_path / "layer"
     write(function_dir, function)
     write(layer_dir, layer)
-    report = check_import_closure(function_dir / "app.py", "app", function_dir, [layer_dir])
+    report = check_import_closure(
+        function_dir / "app.py", "app", function_dir, [layer_dir],
+        imported_by_name=imported_by_name,
+    )
     return [entry.split(" ")[0] for entry in report.unresolved]
 
 
@@ -43,6 +51,15 @@ def test_clean_closure(tmp_path: Path) -> None:
 def test_third_party_missing_from_layer_deep_in_hypd(tmp_path: Path) -> None:
     layer = {**LAYER, "hypd/errors.py": "import moto\n"}
     assert closure(tmp_path, {"app.py": "from hypd.api import models\n"}, layer) == ["moto"]
+
+
+def test_modules_imported_by_name_are_followed(tmp_path: Path) -> None:
+    # app.py names no route module; the app imports them by a computed name
+    layer = {**LAYER, "hypd/api/routes.py": "import moto\n"}
+    app = "import importlib\nimportlib.import_module('hypd.api.' + 'routes')\n"
+    assert closure(tmp_path, {"app.py": app}, layer) == []
+    assert closure(tmp_path, {"app.py": app}, layer, ("hypd.api.routes",)) == ["moto"]
+    assert closure(tmp_path, {"app.py": app}, layer, ("hypd.api.gone",)) == ["hypd.api.gone"]
 
 
 def test_missing_hypd_submodule(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""hypd.aws.clients: one client per session, service, Region and endpoint, made on first use."""
+"""hypd.aws.clients: one client per session, service, Region and endpoint, made on first use,
+and forgotten on request (SnapStart's restore)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from typing import Any
 import boto3
 import pytest
 
-from hypd.aws.clients import CLIENT_CONFIG, client, lazy_client, regional_clients
+from hypd.aws import clients
+from hypd.aws.clients import (
+    CLIENT_CONFIG,
+    client,
+    forget_clients,
+    lazy_client,
+    regional_clients,
+    service_client,
+)
 
 
 @pytest.fixture
@@ -60,3 +69,30 @@ def test_threads_asking_at_once_share_one_client(session: boto3.session.Session)
         thread.join()
     assert len(got) == 16
     assert len({id(made) for made in got}) == 1
+
+
+def test_a_service_client_makes_no_client_until_a_call_needs_one(
+        session: boto3.session.Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clients, "_CLIENTS", {})
+    sqs = service_client("sqs", "us-west-2")
+    assert clients._CLIENTS == {}
+    assert sqs.meta is client("sqs", "us-west-2").meta
+    assert sqs.get_queue_url.__self__ is client("sqs", "us-west-2")
+    # Python's own protocols (copy, pickle, mocks) are not asked of the client
+    with pytest.raises(AttributeError):
+        sqs.__deepcopy__  # noqa: B018
+
+
+def test_forgetting_clients_drops_them_and_the_default_session(
+        session: boto3.session.Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clients, "_CLIENTS", {})
+    kept = client("sqs", "us-west-2")
+    sqs = service_client("sqs", "us-west-2")
+    forget_clients()
+    assert clients._CLIENTS == {}
+    assert boto3.DEFAULT_SESSION is None
+    # the next call makes a new session (credentials read again) and a new client
+    made = client("sqs", "us-west-2")
+    assert made is not kept
+    assert boto3.DEFAULT_SESSION is not session
+    assert sqs.meta is made.meta

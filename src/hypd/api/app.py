@@ -1,113 +1,181 @@
-"""The REST API application: routers, validation, error mapping, OpenAPI."""
+"""The REST API application: its routers, loaded on first use, and error mapping.
+
+A route module (`hypd.api.clusters`, ...) imports its request and response models and the
+domain code its routes call: together most of what the API function would import. So the app
+knows only which module declares which route (`ROUTE_MODULES`), and imports a module, and
+includes its router, on the first request for one of its routes; the services the routes use
+are built on the first request too. A cold start thus imports what routing and validation need,
+then what its first route needs (docs/performance.md). `include_all_routes` loads every module
+at once (the OpenAPI document), `warm` everything a request could load (SnapStart's priming,
+functions/api/app.py).
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import Any
+import importlib
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hypd import __version__
-from hypd.api import (
-    capacity,
-    catalog,
-    clusters,
-    features,
-    health,
-    operations,
-    teams,
-    teardown,
-    workloads,
-)
 from hypd.api.context import Scope, serving
-from hypd.api.errors import ERROR_RESPONSES, register_error_handlers
-from hypd.api.models import (
-    AutoscalingUnchanged,
-    ErrorBody,
-    InstanceGroupUnchanged,
-    OperationAccepted,
-)
+from hypd.api.errors import register_error_handlers
 from hypd.api.resolver import ApiResolver
-from hypd.api.services import ApiServices
 
-TITLE = "hypd"
-DESCRIPTION = (
-    "A serverless control plane for Amazon SageMaker HyperPod on EKS. Every route needs "
-    "AWS_IAM (SigV4) authorization. Long-running actions answer 202 with an operation id."
-)
+if TYPE_CHECKING:
+    from hypd.api.services import ApiServices
+
+ROUTE_MODULES: Mapping[str, tuple[str, ...]] = {
+    "clusters": (
+        "POST /clusters/discover",
+        "POST /clusters",
+        "GET /clusters",
+        "GET /clusters/<tag>",
+    ),
+    "operations": (
+        "GET /operations",
+        "GET /operations/<operationId>",
+        "POST /operations/<operationId>/retry",
+        "POST /operations/<operationId>/cancel",
+    ),
+    "catalog": (
+        "GET /catalog/availability-zones",
+        "GET /catalog/instance-types",
+        "GET /catalog/training-plans",
+        "GET /catalog/instance-group-fields",
+    ),
+    "capacity": (
+        "GET /clusters/<tag>/instance-groups",
+        "POST /clusters/<tag>/instance-groups",
+        "PATCH /clusters/<tag>/instance-groups/<name>",
+        "DELETE /clusters/<tag>/instance-groups/<name>",
+        "GET /clusters/<tag>/nodes",
+        "POST /clusters/<tag>/nodes/<nodeId>/reboot",
+        "POST /clusters/<tag>/nodes/<nodeId>/replace",
+        "DELETE /clusters/<tag>/nodes/<nodeId>",
+        "GET /clusters/<tag>/autoscaling",
+        "PUT /clusters/<tag>/autoscaling",
+    ),
+    "health": (
+        "GET /clusters/<tag>/health",
+        "GET /clusters/<tag>/nodes/<nodeId>/health",
+        "GET /clusters/<tag>/health-policy",
+        "PUT /clusters/<tag>/health-policy",
+    ),
+    "features": (
+        "GET /clusters/<tag>/features",
+        "PATCH /clusters/<tag>/features",
+    ),
+    "teams": (
+        "GET /clusters/<tag>/teams",
+        "GET /clusters/<tag>/teams/<team>",
+        "PUT /clusters/<tag>/teams/<team>",
+        "DELETE /clusters/<tag>/teams/<team>",
+    ),
+    "workloads": (
+        "POST /clusters/<tag>/training-jobs",
+        "GET /clusters/<tag>/training-jobs",
+        "GET /clusters/<tag>/training-jobs/<name>",
+        "GET /clusters/<tag>/training-jobs/<name>/logs",
+        "DELETE /clusters/<tag>/training-jobs/<name>",
+        "POST /clusters/<tag>/inference-endpoints",
+        "GET /clusters/<tag>/inference-endpoints",
+        "GET /clusters/<tag>/inference-endpoints/<name>",
+        "POST /clusters/<tag>/inference-endpoints/<name>/invoke",
+        "DELETE /clusters/<tag>/inference-endpoints/<name>",
+    ),
+    "teardown": (
+        "GET /clusters/<tag>/teardown-plan",
+        "PUT /clusters/<tag>/protection",
+        "DELETE /clusters/<tag>",
+    ),
+}
+"""Each route module of `hypd.api` and the routes (`METHOD rule`) its router declares, in the
+order the app includes them all. tests/unit/test_api_routes.py checks it against the routers,
+and that no two modules' routes can match one request (so the order the routers are included
+in, request by request, never decides which route answers)."""
+
+
+def declared_routes() -> Iterator[tuple[str, str, str]]:
+    """(module, METHOD, rule) of every route in `ROUTE_MODULES`."""
+    for module, routes in ROUTE_MODULES.items():
+        for route in routes:
+            method, rule = route.split(" ", 1)
+            yield module, method, rule
 
 
 class HypdApp(ApiResolver):
-    """The resolver of one function instance: every request runs with its services."""
+    """The resolver of one function instance: every request runs with its services.
 
-    def __init__(self, services: ApiServices) -> None:
+    `services` makes them, on the first request. Route modules are included when a request
+    first needs one (`ROUTE_MODULES`).
+    """
+
+    def __init__(self, services: Callable[[], ApiServices]) -> None:
         super().__init__()
-        self.scope = Scope(services, Logger(child=True), Metrics())
+        self._make_services = services
+        self._logger = Logger(child=True)
+        self._metrics = Metrics()
+        self._scope: Scope | None = None
+        self._included: set[str] = set()
+        self._lock = threading.RLock()
+        self._route_index = [
+            (module, method, self._compile_regex(rule))
+            for module, method, rule in declared_routes()
+        ]
+
+    def scope(self) -> Scope:
+        """The services, logger and metrics of this app's requests (the services made now if
+        no request made them yet)."""
+        with self._lock:
+            if self._scope is None:
+                self._scope = Scope(self._make_services(), self._logger, self._metrics)
+            return self._scope
+
+    def include_routes(self, *modules: str) -> None:
+        """Import these route modules (names of `ROUTE_MODULES`) and include their routers,
+        each once, in `ROUTE_MODULES`' order."""
+        with self._lock:
+            for name in ROUTE_MODULES:
+                if name in modules and name not in self._included:
+                    module = importlib.import_module(f"hypd.api.{name}")
+                    self.include_router(module.router)
+                    self._included.add(name)
+
+    def include_all_routes(self) -> None:
+        self.include_routes(*ROUTE_MODULES)
+
+    def warm(self) -> None:
+        """Do now what first requests would: include every router, prepare each route's
+        validation (Powertools reads a route's signature on its first request) and make the
+        services (whose clients are made on first use, not here)."""
+        self.include_all_routes()
+        for route in (*self._static_routes, *self._dynamic_routes):
+            route.dependant  # noqa: B018 - computed and kept on first access
+            route.body_field  # noqa: B018
+        self.scope()
+
+    def route_modules(self, method: str, path: str) -> list[str]:
+        """The route modules with a route for `method` and `path` (none: no route)."""
+        method = method.upper()
+        return [
+            module
+            for module, route_method, rule in self._route_index
+            if route_method == method and rule.match(path)
+        ]
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
-        with serving(self.scope):
+        method, path = event.get("httpMethod"), event.get("path")
+        if isinstance(method, str) and isinstance(path, str):
+            self.include_routes(*self.route_modules(method, path))
+        with serving(self.scope()):
             return super().resolve(event, context)
 
 
-def build_app(services: ApiServices) -> HypdApp:
+def build_app(services: Callable[[], ApiServices]) -> HypdApp:
     app = HypdApp(services)
-    app.include_router(clusters.router)
-    app.include_router(operations.router)
-    app.include_router(catalog.router)
-    app.include_router(capacity.router)
-    app.include_router(health.router)
-    app.include_router(features.router)
-    app.include_router(teams.router)
-    app.include_router(workloads.router)
-    app.include_router(teardown.router)
     register_error_handlers(app)
     return app
 
-
-def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
-    """The OpenAPI document, with the shared schemas every error response refers to."""
-    document: dict[str, Any] = json.loads(
-        app.get_openapi_json_schema(title=TITLE, version=__version__, description=DESCRIPTION)
-    )
-    schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    for model in (ErrorBody, OperationAccepted, InstanceGroupUnchanged, AutoscalingUnchanged):
-        schema = model.model_json_schema(
-            by_alias=True, ref_template="#/components/schemas/{model}", mode="serialization"
-        )
-        for name, nested in schema.pop("$defs", {}).items():
-            schemas.setdefault(name, nested)
-        schemas.setdefault(model.__name__, schema)
-    for path_item in document.get("paths", {}).values():
-        for operation in path_item.values():
-            for parameter in operation.get("parameters", []):
-                parameter["schema"] = _present_value(parameter["schema"])
-            responses = operation.setdefault("responses", {})
-            # Validation errors are answered with 400 and ErrorBody, never Powertools' 422.
-            responses.pop("422", None)
-            responses.setdefault("500", dict(ERROR_RESPONSES[500]))
-    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
-        schemas.pop(unused, None)
-    document["security"] = [{"sigv4": []}]
-    document["components"].setdefault("securitySchemes", {})["sigv4"] = {
-        "type": "apiKey",
-        "name": "Authorization",
-        "in": "header",
-        "x-amazon-apigateway-authtype": "awsSigv4",
-    }
-    return document
-
-
-def _present_value(schema: dict[str, Any]) -> dict[str, Any]:
-    """A parameter's schema without the `null` of an optional one: a query parameter is sent
-    as text or not at all (Powertools renders `str | None` as `anyOf [string, null]`)."""
-    options = schema.get("anyOf")
-    if not isinstance(options, list):
-        return schema
-    present = [option for option in options if option != {"type": "null"}]
-    if len(options) != 2 or len(present) != 1:
-        return schema
-    rest = {key: value for key, value in schema.items() if key != "anyOf"}
-    return {**present[0], **rest}

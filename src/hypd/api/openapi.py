@@ -10,30 +10,78 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hypd.api.app import build_app, openapi_document
-from hypd.api.services import ApiServices
+from hypd import __version__
+from hypd.api.app import HypdApp, build_app
+from hypd.api.errors import ERROR_RESPONSES
+from hypd.api.models import (
+    AutoscalingUnchanged,
+    ErrorBody,
+    InstanceGroupUnchanged,
+    OperationAccepted,
+)
+
+TITLE = "hypd"
+DESCRIPTION = (
+    "A serverless control plane for Amazon SageMaker HyperPod on EKS. Every route needs "
+    "AWS_IAM (SigV4) authorization. Long-running actions answer 202 with an operation id."
+)
 
 
-class _Unused:
-    """Stands in for the stores and clients: generating the document calls none of them."""
+def openapi_document(app: HypdApp) -> dict[str, Any]:
+    """The OpenAPI document of every route (all the app's routers included), with the shared
+    schemas every error response refers to."""
+    app.include_all_routes()
+    document: dict[str, Any] = json.loads(
+        app.get_openapi_json_schema(title=TITLE, version=__version__, description=DESCRIPTION)
+    )
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for model in (ErrorBody, OperationAccepted, InstanceGroupUnchanged, AutoscalingUnchanged):
+        schema = model.model_json_schema(
+            by_alias=True, ref_template="#/components/schemas/{model}", mode="serialization"
+        )
+        for name, nested in schema.pop("$defs", {}).items():
+            schemas.setdefault(name, nested)
+        schemas.setdefault(model.__name__, schema)
+    for path_item in document.get("paths", {}).values():
+        for operation in path_item.values():
+            for parameter in operation.get("parameters", []):
+                parameter["schema"] = _present_value(parameter["schema"])
+            responses = operation.setdefault("responses", {})
+            # Validation errors are answered with 400 and ErrorBody, never Powertools' 422.
+            responses.pop("422", None)
+            responses.setdefault("500", dict(ERROR_RESPONSES[500]))
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        schemas.pop(unused, None)
+    document["security"] = [{"sigv4": []}]
+    document["components"].setdefault("securitySchemes", {})["sigv4"] = {
+        "type": "apiKey",
+        "name": "Authorization",
+        "in": "header",
+        "x-amazon-apigateway-authtype": "awsSigv4",
+    }
+    return document
 
-    def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"the OpenAPI generator must not call {name}")
+
+def _present_value(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's schema without the `null` of an optional one: a query parameter is sent
+    as text or not at all (Powertools renders `str | None` as `anyOf [string, null]`)."""
+    options = schema.get("anyOf")
+    if not isinstance(options, list):
+        return schema
+    present = [option for option in options if option != {"type": "null"}]
+    if len(options) != 2 or len(present) != 1:
+        return schema
+    rest = {key: value for key, value in schema.items() if key != "anyOf"}
+    return {**present[0], **rest}
+
+
+def _no_services() -> Any:
+    raise AssertionError("the OpenAPI generator must not serve a request")
 
 
 def render() -> str:
-    unused: Any = _Unused()
-    app = build_app(
-        ApiServices(
-            operations=unused,
-            clusters=unused,
-            locks=unused,
-            sfn_client=unused,
-            ec2_client=unused,
-            sagemaker_client=unused,
-        )
-    )
-    return json.dumps(openapi_document(app), indent=2, sort_keys=True) + "\n"
+    document = openapi_document(build_app(_no_services))
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

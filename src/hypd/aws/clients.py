@@ -10,6 +10,11 @@ it uses. Clients are thread-safe; their creation from boto3's default session is
 serialised. A client is kept per boto3 default session and per endpoint named by
 ``AWS_ENDPOINT_URL`` (none on Lambda): a process that moves to another endpoint or session (the
 local cloud and the unit tests do) gets clients of that one.
+
+Nothing here makes a client at import: `lazy_client`, `regional_clients` and `service_client`
+make (or find) it when a call needs it, so a function's init holds no client and no credentials.
+`forget_clients` drops them all (a SnapStart execution environment restored from a snapshot:
+`hypd.snapstart`).
 """
 
 from __future__ import annotations
@@ -60,3 +65,35 @@ def regional_clients(region: str | None) -> Callable[[str], Any]:
 def lazy_client(service: str, region: str | None = None) -> Callable[[], Any]:
     """A client made on first use, so a cold start pays only for the clients it needs."""
     return lambda: client(service, region)
+
+
+class ServiceClient:
+    """Stands for the client of `service` in `region`: each attribute is looked up on
+    `client(service, region)` when used, so whoever holds this (the stores' table) never keeps
+    a client made before `forget_clients`, nor makes one at init."""
+
+    def __init__(self, service: str, region: str | None = None) -> None:
+        self.service = service
+        self.region = region
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy, pickle, mocks...: not the client's to answer
+            raise AttributeError(name)
+        return getattr(client(self.service, self.region), name)
+
+    def __repr__(self) -> str:
+        return f"ServiceClient({self.service!r}, {self.region!r})"
+
+
+def service_client(service: str, region: str | None = None) -> Any:
+    """The client of `service` in `region`, made on first use (`ServiceClient`)."""
+    return ServiceClient(service, region)
+
+
+def forget_clients() -> None:
+    """Drop every client made so far and boto3's default session, whose credentials they were
+    signed with: the next `client()` makes a new session (credentials read again) and new
+    clients. Called when a SnapStart snapshot is restored (`hypd.snapstart`)."""
+    with _CLIENTS_LOCK:
+        _CLIENTS.clear()
+        boto3.DEFAULT_SESSION = None

@@ -34,8 +34,6 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from aws_lambda_powertools.utilities.parser import envelopes, parse
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
@@ -227,6 +225,11 @@ def read_event(raw: Any) -> Event:
         Malformed: not an EventBridge event, a detail-type hypd does not handle, or a detail
             without the documented members.
     """
+    # Imported here: Powertools' parser package imports every event model and envelope it
+    # has, and the API, which reads this module's models, never parses an event.
+    from aws_lambda_powertools.utilities.parser import envelopes, parse
+    from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+
     if not isinstance(raw, dict):
         raise Malformed(f"not an EventBridge event: a {type(raw).__name__}")
     try:
