@@ -137,7 +137,7 @@ def stage_table(
     a running stage waits for and when it looks next). `attempts`: also how many looks the
     latest attempt took, and a row under the stage for each earlier attempt kept."""
     if not attempts:
-        rows = [
+        plain = [
             (
                 stage["name"],
                 stage["status"],
@@ -147,9 +147,9 @@ def stage_table(
             )
             for stage in operation.get("stages") or []
         ]
-        return render_table(("STAGE", "STATUS", "ATTEMPTS", "ELAPSED", "NOTE"), rows)
+        return render_table(("STAGE", "STATUS", "ATTEMPTS", "ELAPSED", "NOTE"), plain)
     kept = stage_attempts(operation)
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for stage in operation.get("stages") or []:
         *earlier, latest = kept.get(stage["name"]) or [{}]
         rows.append((

@@ -13,8 +13,8 @@ import pytest
 
 from hypd_cli.cli import EXIT_OK, EXIT_TIMEOUT, run_command
 from hypd_cli.operations import get_operation
+from tests.cli.conftest import OPERATION_ID
 from tests.cli.test_cli_commands import (
-    OPERATION_ID,
     ScriptedClient,
     Terminal,
     context,

@@ -33,11 +33,6 @@ pytestmark = pytest.mark.usefixtures("fixed_clock")
 T0 = "2026-01-15T10:00:00.000Z"
 
 
-@pytest.fixture
-def store(table: Table) -> OperationStore:
-    return OperationStore(table)
-
-
 def waiting(reason: str, seconds: int) -> dict[str, Any]:
     return poll_result(False, seconds, waiting=reason)
 
@@ -52,8 +47,9 @@ def entries(operation: Operation) -> list[tuple[str, int, AttemptStatus]]:
 
 # ---------------------------------------------------------------------------- one attempt
 def test_a_polled_attempt_counts_its_looks_and_records_why_it_waits_and_when_it_looks_next(
-    store: OperationStore, fixed_clock: FakeClock
+    operation_store: OperationStore, fixed_clock: FakeClock
 ) -> None:
+    store = operation_store
     operation = store.create(discover_operation())
     # The first look opens the attempt and waits
     stage_step(store, operation.id, "eks-clusters",
@@ -87,8 +83,9 @@ def test_a_polled_attempt_counts_its_looks_and_records_why_it_waits_and_when_it_
 
 
 def test_a_look_without_a_reason_keeps_the_last_one_and_progress_is_recorded_with_it(
-    store: OperationStore,
+    operation_store: OperationStore,
 ) -> None:
+    store = operation_store
     operation = store.create(discover_operation())
     stage_step(store, operation.id, "record", lambda: waiting("3 of 4 nodes Ready", 30),
                start=True, complete=ready, progress=lambda r: {"n": 1})
@@ -109,7 +106,8 @@ def test_what_a_look_waits_for_comes_from_a_polling_answer_only() -> None:
     assert waiting_of(["not", "a", "mapping"]) is None
 
 
-def test_a_long_reason_is_clipped(store: OperationStore) -> None:
+def test_a_long_reason_is_clipped(operation_store: OperationStore) -> None:
+    store = operation_store
     operation = store.create(discover_operation())
     stage_step(store, operation.id, "record", lambda: waiting("x" * 5000, 30), start=True,
                complete=ready)
@@ -121,8 +119,9 @@ def test_a_long_reason_is_clipped(store: OperationStore) -> None:
 
 # ---------------------------------------------------------------------------- several attempts
 def test_a_first_task_retried_after_an_error_ends_the_attempt_failed_with_that_error(
-    store: OperationStore, fixed_clock: FakeClock
+    operation_store: OperationStore, fixed_clock: FakeClock
 ) -> None:
+    store = operation_store
     operation = store.create(discover_operation())
 
     def throttled() -> None:
@@ -143,8 +142,9 @@ def test_a_first_task_retried_after_an_error_ends_the_attempt_failed_with_that_e
 
 
 def test_a_failed_operation_retried_shows_the_failed_attempt_then_the_new_one(
-    store: OperationStore, fixed_clock: FakeClock
+    operation_store: OperationStore, fixed_clock: FakeClock
 ) -> None:
+    store = operation_store
     operation = store.create(discover_operation())
     stage_step(store, operation.id, "eks-clusters", lambda: 1, start=True, complete=True)
 
