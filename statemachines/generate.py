@@ -88,7 +88,7 @@ an `arn:aws:` one there is accepted at creation and fails every execution)."""
 STAGES = ("network", "eks", "dependencies", "hyperpod", "storage", "verify", "features")
 """hypd.operations.models.STAGES[create-cluster]; a build test checks they agree."""
 
-HYPERPOD_WAIT_SECONDS = 1800
+HYPERPOD_WAIT_SECONDS = 1800  # hypd.operations.waiters.TOKEN_WAIT_SECONDS (a build test)
 """How long one task-token wait for HyperPod lasts before the fallback poll looks itself
 (HyperPod creation takes ~15-25 minutes; the state-change event normally ends it sooner)."""
 

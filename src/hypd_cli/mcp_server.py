@@ -255,6 +255,8 @@ def _progress_key(operation: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def _where(operation: Mapping[str, Any]) -> str:
+    """The operation's status and its current stage; for a running stage, what its attempt
+    waits for and when it looks next (the ``timeline``'s last entry of the stage)."""
     status = str(operation.get("status"))
     stages = operation.get("stages", [])
     current = next(
@@ -263,7 +265,17 @@ def _where(operation: Mapping[str, Any]) -> str:
     )
     if current is None:
         return status
-    return f"{status}, stage {current.get('name')} {current.get('status')}"
+    where = f"{status}, stage {current.get('name')} {current.get('status')}"
+    attempt = next((entry for entry in reversed(operation.get("timeline") or [])
+                    if entry.get("stage") == current.get("name")), None)
+    if current.get("status") != "RUNNING" or attempt is None:
+        return where
+    waits = [f"attempt {attempt.get('attempt')}, {attempt.get('looks', 0)} look(s)"]
+    if attempt.get("waitingFor"):
+        waits.append(f"waiting for: {attempt['waitingFor']}")
+    if attempt.get("nextLookAt"):
+        waits.append(f"next look at {attempt['nextLookAt']}")
+    return f"{where} ({'; '.join(waits)})"
 
 
 def _result(result: dict[str, Any], note: str | None = None) -> types.CallToolResult:

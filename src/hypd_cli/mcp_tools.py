@@ -147,8 +147,9 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             f"With wait_seconds (at most {WAIT_SECONDS_MAX}) it waits until the operation's "
             "status or one of its stages changes, or the operation ends, reading it every "
             "few seconds; call it again until the status is SUCCEEDED, FAILED or CANCELLED. "
-            "A FAILED operation's failed stage carries the error; resume it with "
-            "operation_retry."
+            "The timeline lists each stage's attempts: a running one says what it is waiting "
+            "for (waitingFor) and when it looks next (nextLookAt). A FAILED operation's failed "
+            "stage carries the error; resume it with operation_retry."
         ),
     ),
     ToolSpec(

@@ -17,6 +17,7 @@ from hypd_cli.output import (
     short_time,
     stage_table,
     stages_done,
+    timeline_table,
 )
 from hypd_cli.watch import DEFAULT_INTERVAL, watch_operation
 
@@ -151,6 +152,8 @@ def get_operation(ctx: Context) -> int:
 
 def describe_operation(ctx: Context, operation: dict[str, Any]) -> str:
     lines = [operation_title(operation), stage_table(operation)]
+    if operation.get("timeline"):
+        lines += ["", "Timeline (UTC):", timeline_table(operation)]
     retries = operation.get("retries") or []
     if retries:
         lines.append("")

@@ -105,12 +105,18 @@ def stage_elapsed(
     return (ended - started).total_seconds()
 
 
-def stage_note(stage: dict[str, Any]) -> str:
-    """The stage's error; what a running stage waits for (its ``progress``); or a word on
-    what it found or warns of."""
+def stage_note(
+    stage: dict[str, Any], operation: dict[str, Any] | None = None, now: datetime | None = None
+) -> str:
+    """The stage's error; what a running stage waits for (its attempt in the operation's
+    ``timeline``, with the next look; else its ``progress``); or a word on what it found or
+    warns of."""
     error = stage.get("error")
     if error:
         return f"{error.get('code')}: {error.get('message')}"
+    latest = (stage_attempts(operation or {}).get(stage["name"]) or [{}])[-1]
+    if stage.get("status") == "RUNNING" and (latest.get("waitingFor") or latest.get("nextLookAt")):
+        return attempt_note(latest, operation or {}, now)
     progress = stage.get("progress") or {}
     if stage.get("status") == "RUNNING" and (progress.get("note") or progress.get("problems")):
         return "waiting: " + (progress.get("note") or "; ".join(progress["problems"]))
@@ -124,18 +130,120 @@ def stage_note(stage: dict[str, Any]) -> str:
     return ""
 
 
-def stage_table(operation: dict[str, Any], now: datetime | None = None) -> str:
-    rows = [
-        (
+def stage_table(
+    operation: dict[str, Any], now: datetime | None = None, *, attempts: bool = False
+) -> str:
+    """One row per stage: status, attempts, elapsed time of the latest attempt, a note (what
+    a running stage waits for and when it looks next). `attempts`: also how many looks the
+    latest attempt took, and a row under the stage for each earlier attempt kept."""
+    if not attempts:
+        plain = [
+            (
+                stage["name"],
+                stage["status"],
+                stage.get("attempts", 0),
+                format_duration(stage_elapsed(stage, operation, now)),
+                stage_note(stage, operation, now),
+            )
+            for stage in operation.get("stages") or []
+        ]
+        return render_table(("STAGE", "STATUS", "ATTEMPTS", "ELAPSED", "NOTE"), plain)
+    kept = stage_attempts(operation)
+    rows: list[tuple[object, ...]] = []
+    for stage in operation.get("stages") or []:
+        *earlier, latest = kept.get(stage["name"]) or [{}]
+        rows.append((
             stage["name"],
             stage["status"],
             stage.get("attempts", 0),
             format_duration(stage_elapsed(stage, operation, now)),
-            stage_note(stage),
+            latest.get("looks", ""),
+            stage_note(stage, operation, now),
+        ))
+        rows.extend(
+            (
+                f"  attempt {attempt['attempt']}",
+                attempt["status"],
+                "",
+                format_duration(attempt_elapsed(attempt, operation, now)),
+                attempt.get("looks", ""),
+                attempt_note(attempt, operation, now),
+            )
+            for attempt in earlier
         )
-        for stage in operation.get("stages") or []
+    return render_table(("STAGE", "STATUS", "ATTEMPTS", "ELAPSED", "LOOKS", "NOTE"), rows)
+
+
+# -- the timeline: each stage's attempts --------------------------------------------------------
+
+
+def stage_attempts(operation: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The ``timeline``'s attempts of each stage, oldest first."""
+    by_stage: dict[str, list[dict[str, Any]]] = {}
+    for entry in operation.get("timeline") or []:
+        by_stage.setdefault(str(entry.get("stage")), []).append(entry)
+    for entries in by_stage.values():
+        entries.sort(key=lambda entry: int(entry.get("attempt") or 0))
+    return by_stage
+
+
+def attempt_elapsed(
+    attempt: dict[str, Any], operation: dict[str, Any], now: datetime | None = None
+) -> float | None:
+    """How long an attempt ran: until it ended, or until now while it runs."""
+    started = parse_time(attempt.get("startedAt"))
+    ended = parse_time(attempt.get("endedAt"))
+    if started is None:
+        return None
+    if ended is None:
+        if attempt.get("status") != "RUNNING":
+            return None
+        ended = operation_now(operation, now)
+    return (ended - started).total_seconds()
+
+
+def next_look(attempt: dict[str, Any], operation: dict[str, Any], now: datetime | None = None
+              ) -> str:
+    """When a running attempt looks again: ``next look in 4m30s`` (or ``due``)."""
+    due = parse_time(attempt.get("nextLookAt"))
+    if due is None or attempt.get("status") != "RUNNING":
+        return ""
+    left = (due - operation_now(operation, now)).total_seconds()
+    return f"next look in {format_duration(left)}" if left >= 1 else "next look due"
+
+
+def attempt_note(attempt: dict[str, Any], operation: dict[str, Any], now: datetime | None = None
+                 ) -> str:
+    """What ended an attempt (its error), or what it waits (waited) for and when it looks next."""
+    error = attempt.get("error")
+    if error:
+        return f"{error.get('code')}: {error.get('message')}"
+    reason = attempt.get("waitingFor")
+    if attempt.get("status") == "RUNNING":
+        when = next_look(attempt, operation, now)
+        return "; ".join(part for part in (f"waiting for: {reason}" if reason else "", when)
+                         if part)
+    return f"waited for: {reason}" if reason else ""
+
+
+def timeline_table(operation: dict[str, Any], now: datetime | None = None) -> str:
+    """Every attempt of every stage in the order they started (times in UTC)."""
+    rows = [
+        (
+            short_time(entry.get("startedAt")),
+            short_time(entry.get("endedAt"))[11:] if entry.get("endedAt") else DASH,
+            entry.get("stage"),
+            entry.get("attempt"),
+            entry.get("status"),
+            format_duration(attempt_elapsed(entry, operation, now)),
+            entry.get("looks", ""),
+            attempt_note(entry, operation, now),
+        )
+        for entry in operation.get("timeline") or []
     ]
-    return render_table(("STAGE", "STATUS", "ATTEMPTS", "ELAPSED", "NOTE"), rows)
+    return render_table(
+        ("STARTED", "ENDED", "STAGE", "ATTEMPT", "STATUS", "TOOK", "LOOKS", "NOTE"), rows
+    )
 
 
 def operation_title(operation: dict[str, Any], now: datetime | None = None) -> str:

@@ -16,10 +16,12 @@ from hypd_cli.api_client import ApiError, ApiUnreachable
 from hypd_cli.cli import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, Context
 from hypd_cli.output import (
     TERMINAL,
+    attempt_note,
     format_duration,
     operation_title,
     outcome_lines,
     print_json,
+    stage_attempts,
     stage_elapsed,
     stage_table,
 )
@@ -68,7 +70,7 @@ def watch_operation(
     elif live is None:
         print(file=stream)
         print(operation_title(operation), file=stream)
-        print(stage_table(operation), file=stream, flush=True)
+        print(stage_table(operation, attempts=True), file=stream, flush=True)
     outcome = outcome_lines(ctx, operation)
     if outcome:
         print("\n" + "\n".join(outcome), file=stream, flush=True)
@@ -96,7 +98,8 @@ def _poll(
 
 
 class _ChangeLines:
-    """One line per change of the operation's status or of a stage's status or attempts."""
+    """One line per change of the operation's status, of a stage's status or attempts, or of
+    what its running attempt waits for."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -107,17 +110,26 @@ class _ChangeLines:
         if not ended:
             self._operation(operation)
         stages = operation.get("stages") or []
+        attempts = stage_attempts(operation)
         width = max((len(s["name"]) for s in stages), default=0) + 2
         for stage in stages:
-            state = (stage["status"], stage.get("attempts", 0))
-            if self.seen.get(stage["name"], ("PENDING", 0)) == state:
+            latest = (attempts.get(stage["name"]) or [{}])[-1]
+            running = stage["status"] == "RUNNING"
+            state = (stage["status"], stage.get("attempts", 0),
+                     latest.get("waitingFor") if running else None)
+            if self.seen.get(stage["name"], ("PENDING", 0, None)) == state:
                 continue
             self.seen[stage["name"]] = state
             parts = [f"  {stage['name']:<{width}}{stage['status']:<10} attempt {state[1]}"]
             if stage.get("endedAt"):
-                parts.append(f"took {format_duration(stage_elapsed(stage, operation))}")
+                took = f"took {format_duration(stage_elapsed(stage, operation))}"
+                looks = latest.get("looks")
+                parts.append(took + (f", {looks} look{'s' if looks != 1 else ''}"
+                                     if looks else ""))
             if stage.get("error"):
                 parts.append(f"{stage['error'].get('code')}: {stage['error'].get('message')}")
+            elif running and latest.get("waitingFor"):
+                parts.append(attempt_note(latest, operation))
             self._say(", ".join(parts))
         if ended:
             self._operation(operation)
@@ -149,7 +161,7 @@ class _LiveView:
 
     def draw(self, operation: dict[str, Any]) -> None:
         width = terminal_columns(self.stream)
-        text = operation_title(operation) + "\n" + stage_table(operation)
+        text = operation_title(operation) + "\n" + stage_table(operation, attempts=True)
         lines = [line[: width - 1] for line in text.splitlines()]
         if self.height:
             self.stream.write(f"\x1b[{self.height}F\x1b[J")

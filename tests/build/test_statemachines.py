@@ -68,3 +68,11 @@ def test_create_cluster_stages_match_the_operation_model() -> None:
     from hypd.operations.models import OperationKind
 
     assert spec_of(OperationKind.CREATE_CLUSTER).stages == generate.STAGES
+
+
+def test_the_recorded_fallback_look_is_the_token_waits_timeout() -> None:
+    # An attempt parked on a HyperPod cluster records its next look at the wait's timeout.
+    from hypd.operations.waiters import TOKEN_WAIT_SECONDS
+
+    assert TOKEN_WAIT_SECONDS == generate.HYPERPOD_WAIT_SECONDS
+    assert generate.CAPACITY_HYPERPOD_WAIT_SECONDS == generate.HYPERPOD_WAIT_SECONDS

@@ -257,9 +257,18 @@ def test_watch_on_a_failing_operation_exits_1_with_the_stage_and_error_then_retr
     # The EKS side, stopped when the storage failed beside it, resumes first.
     assert "(retry 1): resumes at stage eks." in retried.out
     assert re.search(r"^storage\s+SUCCEEDED\s+2\s", retried.out, re.M)
+    # the failed first attempt, under its stage
+    assert re.search(r"^storage\s+SUCCEEDED\s+2\s.*\n  attempt 1\s+FAILED\s+\S+\s+1\s+"
+                     r"NoSuchBucket: ", retried.out, re.M)
     assert re.search(r"^hyperpod\s+SUCCEEDED\s+1\s", retried.out, re.M)
     again = run_cli("ops", "watch", operation_id, *FAST, endpoint=url)
     assert again.code == 0
+    # ops get: the timeline in start order, the eks wait it recorded
+    got = run_cli("ops", "get", operation_id, endpoint=url)
+    timeline = got.out.split("Timeline (UTC):\n", 1)[1]
+    assert re.search(r"\seks\s+1\s+SUCCEEDED\s.*waited for: EKS cluster hypd-e2e is CREATING",
+                     timeline)
+    assert [m.group(1) for m in re.finditer(r"\sstorage\s+(\d)\s", timeline)] == ["1", "2"]
 
 
 def test_cancel_stops_a_running_create_and_watch_exits_1(

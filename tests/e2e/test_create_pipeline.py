@@ -47,6 +47,15 @@ def seconds(stage: dict[str, Any]) -> float:
     ).total_seconds()
 
 
+def attempts(operation: dict[str, Any], stage: str) -> list[dict[str, Any]]:
+    """The stage's attempts in the operation's timeline, in order."""
+    return [entry for entry in operation["timeline"] if entry["stage"] == stage]
+
+
+def at(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
 def test_the_pipeline_creates_a_verified_cluster(api: ApiClient, cloud: Any) -> None:
     operation_id = create(api, cloud)
     assert api.get("/clusters/e2e")["status"] == "CREATING"
@@ -83,6 +92,24 @@ def test_the_pipeline_creates_a_verified_cluster(api: ApiClient, cloud: Any) -> 
     assert record["status"] == "ACTIVE"
     assert record["eks"]["name"] == "hypd-e2e"
     assert record["hyperpod"]["status"] == "InService"
+    # The timeline: one attempt per stage, in start order, each ended after it started.
+    timeline = operation["timeline"]
+    assert [(e["stage"], e["attempt"], e["status"]) for e in timeline] == [
+        (stage, 1, "SUCCEEDED") for stage in STAGES
+    ]
+    assert [at(e["startedAt"]) for e in timeline] == sorted(at(e["startedAt"]) for e in timeline)
+    for entry in timeline:
+        assert at(entry["startedAt"]) <= at(entry["endedAt"])
+        assert entry["looks"] >= 1
+        assert entry.get("nextLookAt") is None  # it ended: no next look
+    # The stages that waited say for what (their attempts looked several times).
+    waited = {e["stage"]: e for e in timeline if e["looks"] > 1 and e["stage"] != "network"}
+    assert set(waited) >= {"eks", "dependencies", "hyperpod"}
+    assert waited["eks"]["waitingFor"] == "EKS cluster hypd-e2e is CREATING"
+    assert waited["dependencies"]["waitingFor"].startswith("add-ons not ACTIVE yet: ")
+    assert waited["hyperpod"]["waitingFor"] == (
+        "HyperPod cluster hypd-e2e is Creating (its state-change event ends the wait)")
+    assert all(entry.get("waitingFor") for entry in waited.values())
 
 
 def test_a_create_without_a_version_gets_hyperpods_newest_not_eks_default(
@@ -181,6 +208,13 @@ def test_a_permanent_fault_fails_its_stage_and_a_retry_completes_it(
     assert [after[s]["attempts"] for s in STAGES[:index]] == [1] * index
     assert after[stage]["attempts"] == 2
     assert api.get("/clusters/e2e")["status"] == "ACTIVE"
+    # Its timeline keeps both: the first FAILED with AWS's error, the retry's SUCCEEDED after.
+    first, second = attempts(done, stage)
+    assert (first["attempt"], first["status"], first["error"]["code"]) == (1, "FAILED", code)
+    assert (second["attempt"], second["status"]) == (2, "SUCCEEDED")
+    assert at(first["startedAt"]) <= at(first["endedAt"]) <= at(second["startedAt"])
+    assert at(second["startedAt"]) <= at(second["endedAt"])
+    assert all(len(attempts(done, s)) == 1 for s in STAGES if s != stage)
 
 
 def test_a_missing_bucket_fails_storage_and_a_retry_after_creating_it_completes(
@@ -445,6 +479,11 @@ def test_an_eks_cluster_that_stays_creating_fails_its_stage_and_a_retry_waits_ag
     assert eks_stage["error"]["code"] == "EksClusterTimedOut"
     assert "still CREATING" in eks_stage["error"]["message"]
     assert seconds(eks_stage) >= EKS_WAIT.give_up_after_seconds
+    # The failed attempt looked again and again, waiting for the cluster, until it gave up.
+    (gave_up,) = attempts(failed, "eks")
+    assert (gave_up["status"], gave_up["error"]["code"]) == ("FAILED", "EksClusterTimedOut")
+    assert gave_up["waitingFor"] == "EKS cluster hypd-e2e is CREATING"
+    assert gave_up["looks"] > 2
     assert api.get("/clusters/e2e")["status"] == "FAILED"
 
     # EKS finishes at last: the retry waits for the same cluster and goes on.
@@ -493,6 +532,13 @@ def test_a_lost_state_change_event_is_covered_by_the_fallback_poll(
 
     # The token wait is the only thing left waiting once the cluster is InService unheard.
     cloud.clock.wait_for_waiters(1, timeout=60)
+    # Meanwhile the running attempt says what it waits for, and its fallback look.
+    (waiting,) = attempts(api.get(f"/operations/{operation_id}"), "hyperpod")
+    assert waiting["status"] == "RUNNING"
+    assert waiting["waitingFor"] == (
+        "HyperPod cluster hypd-e2e is Creating (its state-change event ends the wait)")
+    assert (at(waiting["nextLookAt"]) - at(waiting["startedAt"])).total_seconds() >= (
+        HYPERPOD_WAIT_SECONDS)
     cloud.clock.advance(HYPERPOD_WAIT_SECONDS)
     done = follow(api, cloud, operation_id, timeout=240)
 
@@ -500,6 +546,10 @@ def test_a_lost_state_change_event_is_covered_by_the_fallback_poll(
     hyperpod_stage = stages(done)["hyperpod"]
     assert hyperpod_stage["attempts"] == 1
     assert seconds(hyperpod_stage) >= HYPERPOD_WAIT_SECONDS
+    (looked,) = attempts(done, "hyperpod")
+    # asked for the cluster, parked the token, looked after the timeout, recorded it
+    assert looked["looks"] >= 3
+    assert looked.get("nextLookAt") is None
 
 
 def test_each_csi_driver_gets_its_own_pod_identity_role(api: ApiClient, cloud: Any) -> None:

@@ -376,6 +376,32 @@ async def test_wait_gives_up_after_wait_seconds_and_says_so(bound: list[Any]) ->
 
 
 @pytest.mark.anyio
+async def test_the_wait_says_what_the_running_stage_waits_for_and_when_it_looks_next(
+    bound: list[Any],
+) -> None:
+    running = operation("RUNNING", ("network", "SUCCEEDED"), ("eks", "RUNNING"))
+    running["timeline"] = [
+        {"stage": "network", "attempt": 1, "status": "SUCCEEDED",
+         "startedAt": "2026-01-01T00:00:00.000Z", "endedAt": "2026-01-01T00:00:01.000Z",
+         "looks": 2},
+        {"stage": "eks", "attempt": 1, "status": "RUNNING", "startedAt": "2026-01-01T00:00:01.000Z",
+         "looks": 3, "waitingFor": "EKS cluster hypd-demo is CREATING",
+         "nextLookAt": "2026-01-01T00:08:31.000Z"},
+    ]
+    tools = tools_with(ScriptedClient(running), bound)
+    tools.wait_seconds_max = 1
+
+    result = await tools.call(
+        "operation_get_status", {"operationId": OPERATION_ID, "wait_seconds": 1}
+    )
+
+    assert result.structured_content["timeline"] == running["timeline"]
+    assert ("the operation is still RUNNING, stage eks RUNNING (attempt 1, 3 look(s); waiting "
+            "for: EKS cluster hypd-demo is CREATING; next look at 2026-01-01T00:08:31.000Z)"
+            in result.content[1].text)  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
 async def test_without_wait_seconds_the_operation_is_read_once(bound: list[Any]) -> None:
     client = ScriptedClient(operation("RUNNING", ("eks", "RUNNING")))
 

@@ -13,6 +13,7 @@ from moto import mock_aws
 from hypd import clock
 from hypd.aws import clients as aws_clients
 from hypd.aws.dynamodb import Table
+from hypd.operations.store import OperationStore
 from tests.unit.support import (
     REGION,
     TABLE_NAME,
@@ -85,6 +86,11 @@ def dynamodb_client(moto_aws: None, _shared_dynamodb_client: Any, template: dict
 @pytest.fixture
 def table(dynamodb_client: Any) -> Table:
     return Table(dynamodb_client, TABLE_NAME)
+
+
+@pytest.fixture
+def operation_store(table: Table) -> OperationStore:
+    return OperationStore(table)
 
 
 @pytest.fixture

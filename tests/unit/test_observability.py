@@ -100,7 +100,7 @@ def test_each_transition_of_an_operation_is_emitted_once(
     # a stage that succeeds gives its duration, in seconds, by kind and stage
     store.update(operation.id, lambda op: lifecycle.start_stage(op, "network"))
     fixed_clock.advance(30)
-    store.update(operation.id, lambda op: lifecycle.record_stage_progress(op, "network", {"a": 1}))
+    store.update(operation.id, lambda op: lifecycle.record_look(op, "network", progress={"a": 1}))
     store.update(operation.id, lambda op: lifecycle.complete_stage(op, "network"))
     store.update(operation.id, lambda op: lifecycle.complete_stage(op, "network"))
     assert metrics(printed()) == [

@@ -18,6 +18,7 @@ from hypd.health.records import AddonHealth, ClusterEvent, HealthEntry
 from hypd.instance_groups.views import InstanceGroupView
 from hypd.operations.models import (
     OPERATION_ID_PATTERN,
+    AttemptStatus,
     OperationKind,
     OperationStatus,
     StageStatus,
@@ -77,6 +78,32 @@ class StageView(ApiModel):
     output: dict[str, Any] | None = None
 
 
+class TimelineEntry(ApiModel):
+    stage: str
+    attempt: int = Field(ge=1, description="n of the stage's attempt (the first is 1).")
+    status: AttemptStatus
+    started_at: str = Field(alias="startedAt")
+    ended_at: str | None = Field(default=None, alias="endedAt")
+    looks: int = Field(
+        ge=0, description="How many times the attempt's tasks looked (the first look included)."
+    )
+    waiting_for: str | None = Field(
+        default=None,
+        alias="waitingFor",
+        description="Why its last look waited, in words (e.g. `EKS cluster hypd-demo is "
+        "CREATING`); once the attempt ended, what it waited for last.",
+    )
+    next_look_at: str | None = Field(
+        default=None,
+        alias="nextLookAt",
+        description="While it runs: when it looks again (for a wait an event ends, the "
+        "latest look if no event comes).",
+    )
+    error: dict[str, str] | None = Field(
+        default=None, description="What ended a FAILED attempt: code and message."
+    )
+
+
 class RetryView(ApiModel):
     number: int = Field(description="n of the retry; its execution is named {operationId}-r{n}.")
     requested_at: str = Field(alias="requestedAt")
@@ -121,6 +148,12 @@ class OperationView(ApiModel):
     created_at: str = Field(alias="createdAt")
     updated_at: str = Field(alias="updatedAt")
     version: int
+    timeline: list[TimelineEntry] = Field(
+        default_factory=list,
+        description="Every stage's attempts in the order they started (each stage keeps its "
+        "latest 20; `attempts` of the stage counts them all): start, end, status, looks, and "
+        "what it waits for and when it looks next.",
+    )
 
 
 class OperationList(ApiModel):

@@ -172,7 +172,10 @@ def apply_karpenter(
                 f"after {int(waited)} s: " + "; ".join(problems),
                 details={"problems": problems},
             )
-        return {**poll_result(False, KARPENTER_CHECK_SECONDS), "problems": problems}
+        return {
+            **poll_result(False, KARPENTER_CHECK_SECONDS, waiting="; ".join(problems)),
+            "problems": problems,
+        }
 
     return services.steps.step(
         task, "kubernetes", work, start=start, complete=ready, summarize=summary,
@@ -199,7 +202,12 @@ def remove_karpenter(
                 removed.append(kind)
         left = [o for o in karpenter_objects(api) if o is not None and ours(o)]
         if left:
-            return poll_result(False, KARPENTER_CHECK_SECONDS)
+            return poll_result(
+                False,
+                KARPENTER_CHECK_SECONDS,
+                waiting="still there: "
+                + ", ".join(f"{o.get('kind')} {autoscaling.OBJECT_NAME}" for o in left),
+            )
         return {**poll_result(True), "removed": removed}
 
     return services.steps.step(task, "kubernetes", work, start=start, complete=ready,

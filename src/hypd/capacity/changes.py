@@ -72,10 +72,11 @@ class Decision:
     output: dict[str, Any] = field(default_factory=dict)
 
     def answer(self) -> dict[str, Any]:
-        """The state machine's view: ready, or which wait."""
+        """The state machine's view: ready, or which wait (and what for, in words)."""
         if self.done:
             return {"ready": True, "waitSeconds": 0, **self.output}
-        return {"ready": False, "waitFor": self.wait_for, "waitSeconds": self.wait_seconds}
+        return {"ready": False, "waitFor": self.wait_for, "waitSeconds": self.wait_seconds,
+                **({"waiting": self.note} if self.note else {})}
 
 
 def _failure(live: LiveCluster) -> str:

@@ -33,6 +33,7 @@ from hypd.instance_groups import placement
 from hypd.network import ensure_compute_subnet
 from hypd.operations import lifecycle
 from hypd.operations.models import Operation
+from hypd.operations.stages import waiting_of
 from hypd.operations.steps import (
     AwaitInput,
     FailInput,
@@ -121,6 +122,7 @@ def hyperpod_change(
         complete=lambda r: r[0].done,
         summarize=lambda r: r[0].output,
         progress=lambda r: r[1],
+        wait=lambda r: waiting_of(r[0].answer()),
     )
     return decision.answer()
 
@@ -197,7 +199,9 @@ def verify_poll(
             # The change began when the hyperpod stage sent it: look when it should be done.
             since = steps.elapsed(operation, "hyperpod")
             first = math.ceil(strategy.first_look(request, live) - since)
-            return poll_result(False, max(checks.CHECK_SECONDS, first))
+            return poll_result(
+                False, max(checks.CHECK_SECONDS, first), waiting="; ".join(result.problems)
+            )
         if waited >= timeout_seconds(strategy, request, live):
             stage = operation.stage("verify")
             raise checks.VerificationTimedOut(
@@ -209,7 +213,9 @@ def verify_poll(
                 details={"problems": result.problems},
             )
         return {
-            **poll_result(False, checks.check_interval(waited)),
+            **poll_result(
+                False, checks.check_interval(waited), waiting="; ".join(result.problems)
+            ),
             "problems": result.problems,
         }
 

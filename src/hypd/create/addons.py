@@ -191,10 +191,10 @@ def check_overdue(progress: AddonProgress, waited_seconds: float) -> None:
     """
     if progress.done or not ADDON_WAIT.overdue(waited_seconds):
         return
-    waiting = {a.name: a.status for a in progress.addons if not a.settled}
+    waiting = progress.unsettled
     raise AddonsTimedOut(
         f"after {int(waited_seconds)} s the add-ons "
-        + ", ".join(f"{name} ({status})" for name, status in waiting.items())
+        + _named(waiting)
         + f" are still not installed (each takes about {ADDON_EXPECTED_SECONDS} s; hypd waits "
         f"{ADDON_WAIT.give_up_after_seconds // 60} minutes); retry the operation to wait for "
         "them again",
@@ -235,6 +235,18 @@ class AddonProgress:
         return {addon.name: addon.status for addon in self.addons}
 
     @property
+    def unsettled(self) -> dict[str, str]:
+        """Each add-on not settled yet, with its status (`MISSING`: not created yet)."""
+        return {addon.name: addon.status for addon in self.addons if not addon.settled}
+
+    @property
+    def waiting(self) -> str | None:
+        """What a look waits for, in words (None once every add-on is settled)."""
+        if self.done:
+            return None
+        return "add-ons not ACTIVE yet: " + _named(self.unsettled)
+
+    @property
     def awaiting_nodes(self) -> list[str]:
         return [addon.name for addon in self.addons if addon.status == AWAITING_NODES]
 
@@ -249,6 +261,14 @@ class AddonProgress:
             "awaitingNodes": self.awaiting_nodes,
             "nextCheckSeconds": 0 if self.done else self.next_check_seconds,
         }
+
+
+def _named(statuses: Mapping[str, str]) -> str:
+    """``coredns (CREATING), kube-proxy (not created yet)``."""
+    return ", ".join(
+        f"{name} ({'not created yet' if status == MISSING else status})"
+        for name, status in statuses.items()
+    )
 
 
 def _issues_text(issues: Sequence[Mapping[str, Any]]) -> str:

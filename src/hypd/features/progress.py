@@ -46,11 +46,16 @@ class Progress:
     actions: list[str] = field(default_factory=list)
     wait_seconds: int = CHECK_SECONDS
 
-    def result(self) -> dict[str, Any]:
-        return {
+    def result(self, about: str | None = None) -> dict[str, Any]:
+        """The polling answer; while not done, its actions are what it waits for (`about`
+        names the phase in front of them)."""
+        answer = {
             "ready": self.done,
             "waitSeconds": 0 if self.done else self.wait_seconds,
             "actions": self.actions,
         }
+        if not self.done and self.actions:
+            answer["waiting"] = (f"{about}: " if about else "") + "; ".join(self.actions)
+        return answer
 
 

@@ -108,7 +108,7 @@ def create_features(task: OperationInput, services: FeatureServices, *, start: b
         phase, progress = services.reconciler(operation).advance_all(
             Steps.elapsed(operation, "features")
         )
-        return {**progress.result(), "phase": phase}
+        return {**progress.result(about=phase), "phase": phase}
 
     return services.steps.step(
         task, "features", work, start=start, complete=ready, summarize=summary,

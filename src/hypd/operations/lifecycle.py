@@ -16,6 +16,9 @@ from hypd import clock
 from hypd.errors import ConflictError, OperationStateError
 from hypd.operations.kinds import spec_of
 from hypd.operations.models import (
+    MAX_KEPT_ATTEMPTS,
+    Attempt,
+    AttemptStatus,
     ErrorInfo,
     Operation,
     OperationKind,
@@ -23,6 +26,9 @@ from hypd.operations.models import (
     RetryRecord,
     Stage,
     StageStatus,
+    Wait,
+    attempts_of,
+    clip,
     new_operation_id,
 )
 
@@ -98,50 +104,111 @@ def start_stage(operation: Operation, name: str) -> Operation:
     if stage.status is StageStatus.SUCCEEDED:
         raise OperationStateError(f"stage {name} of operation {operation.id} has succeeded already")
     operation.status = OperationStatus.RUNNING
+    now = clock.now_iso()
+    # A start while an attempt runs (the state machine retried the stage's first task): that
+    # attempt ended with the error it recorded.
+    _end_attempt(stage, AttemptStatus.FAILED, now)
+    earlier = attempts_of(stage)
     stage.status = StageStatus.RUNNING
     stage.attempts += 1
-    now = clock.now_iso()
     stage.started_at = stage.started_at or now
     stage.attempt_started_at = now
     stage.ended_at = None
     stage.error = None  # the error of an earlier attempt no longer describes this one
     stage.progress = None
+    stage.history = [*earlier, Attempt(number=stage.attempts, started_at=now)][
+        -MAX_KEPT_ATTEMPTS:
+    ]
     return operation
 
 
-def record_stage_progress(
-    operation: Operation, name: str, progress: dict[str, Any]
+def record_look(
+    operation: Operation,
+    name: str,
+    wait: Wait | None = None,
+    progress: dict[str, Any] | None = None,
 ) -> Operation | None:
-    """The running attempt says what it has done and waits for (its last word counts)."""
+    """A task of the running attempt looked: one look more, why it waits and when it looks
+    next (`wait`), and what it has done and waits for (`progress`, when given: its last word
+    counts)."""
     stage = _stage(operation, name)
     if operation.status.terminal or stage.status is not StageStatus.RUNNING:
         return None
-    if stage.progress == progress:
-        return None
-    stage.progress = progress
+    _count_look(stage, wait)
+    if progress is not None:
+        stage.progress = progress
     return operation
+
+
+def _current_attempt(stage: Stage) -> Attempt:
+    """The running attempt (one a record from before attempts were kept gets now)."""
+    if not stage.history or stage.history[-1].status is not AttemptStatus.RUNNING:
+        stage.history = [
+            *stage.history,
+            Attempt(
+                number=max(stage.attempts, 1),
+                started_at=stage.attempt_started_at or stage.started_at or clock.now_iso(),
+            ),
+        ][-MAX_KEPT_ATTEMPTS:]
+    return stage.history[-1]
+
+
+def _count_look(stage: Stage, wait: Wait | None) -> None:
+    attempt = _current_attempt(stage)
+    attempt.looks += 1
+    if wait is None:
+        attempt.next_look_at = None
+        return
+    attempt.waiting_for = clip(wait.reason) or attempt.waiting_for
+    attempt.next_look_at = (
+        clock.isoformat(clock.now() + timedelta(seconds=wait.seconds))
+        if wait.seconds is not None
+        else None
+    )
+
+
+def _end_attempt(stage: Stage, status: AttemptStatus, now: str) -> None:
+    """The running attempt (if any) ended: `status` at `now`, with the stage's error when it
+    failed."""
+    if not stage.history or stage.history[-1].status is not AttemptStatus.RUNNING:
+        return
+    attempt = stage.history[-1]
+    attempt.status = status
+    attempt.ended_at = now
+    attempt.next_look_at = None
+    if status is AttemptStatus.FAILED and stage.error is not None:
+        attempt.error = ErrorInfo(
+            code=stage.error.code, message=clip(stage.error.message) or stage.error.code
+        )
 
 
 def complete_stage(
     operation: Operation, name: str, output: dict[str, Any] | None = None
 ) -> Operation | None:
+    """The stage's last look found it done: SUCCEEDED with its output (that look counted)."""
     stage = _stage(operation, name)
     if stage.status is StageStatus.SUCCEEDED:
         return None
     _require_active(operation, f"complete stage {name}")
+    now = clock.now_iso()
+    if stage.status is StageStatus.RUNNING:
+        _count_look(stage, None)
     stage.status = StageStatus.SUCCEEDED
-    stage.ended_at = clock.now_iso()
+    stage.ended_at = now
     stage.error = None
     stage.output = output
     stage.progress = None  # it described the running attempt
+    _end_attempt(stage, AttemptStatus.SUCCEEDED, now)
     return operation
 
 
 def record_stage_error(operation: Operation, name: str, error: ErrorInfo) -> Operation | None:
-    """An attempt failed; the stage stays RUNNING until the state machine gives up on it."""
+    """A look of the attempt failed (that look counted); the stage stays RUNNING until the
+    state machine gives up on it."""
     stage = _stage(operation, name)
     if operation.status.terminal or stage.status is not StageStatus.RUNNING:
         return None
+    _count_look(stage, None)
     stage.error = error
     return operation
 
@@ -164,6 +231,7 @@ def fail(operation: Operation, error: ErrorInfo) -> Operation | None:
     for stage in running:
         stage.status = StageStatus.FAILED if stage is failing else StageStatus.CANCELLED
         stage.ended_at = now
+        _end_attempt(stage, AttemptStatus(stage.status.value), now)
     operation.status = OperationStatus.FAILED
     operation.error = failing.error if failing is not None and failing.error else error
     return operation
@@ -213,6 +281,7 @@ def execution_ended(
             if stage.status is StageStatus.RUNNING:
                 stage.status = StageStatus.CANCELLED
                 stage.ended_at = now
+                _end_attempt(stage, AttemptStatus.CANCELLED, now)
         operation.status = OperationStatus.CANCELLED
         return operation
     code = error or ("States.Timeout" if status == "TIMED_OUT" else "States.Failed")
@@ -306,8 +375,10 @@ def retry(operation: Operation) -> Operation:
     check_retryable(operation)
     failed = next((s.name for s in operation.stages if s.status is StageStatus.FAILED), None)
     resumable = spec_of(operation.kind).resumes
+    now = clock.now_iso()
     for stage in operation.stages:
         if stage.status is not StageStatus.SUCCEEDED or not resumable:
+            _end_attempt(stage, AttemptStatus.CANCELLED, now)  # none runs: a safeguard
             if stage.status is StageStatus.SUCCEEDED:
                 stage.output = None
             stage.status = StageStatus.PENDING
@@ -317,7 +388,7 @@ def retry(operation: Operation) -> Operation:
     operation.retries.append(
         RetryRecord(
             number=len(operation.retries) + 1,
-            requested_at=clock.now_iso(),
+            requested_at=now,
             previous_status=operation.status,
             previous_error=operation.error,
             failed_stage=failed,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -82,6 +83,57 @@ class ErrorInfo(_Model):
     message: str
 
 
+class AttemptStatus(StrEnum):
+    """How one attempt of a stage stands (a stage's own status adds PENDING and SKIPPED)."""
+
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+MAX_KEPT_ATTEMPTS = 20
+"""Attempts a stage keeps (the latest); `Stage.attempts` counts them all. An operation is one
+DynamoDB item (400 KB at most): a stage retried without end must not outgrow it."""
+
+MAX_NOTE_CHARS = 300
+"""The longest wait reason or error message an attempt keeps (the stage keeps its error whole)."""
+
+
+def clip(text: str | None, limit: int = MAX_NOTE_CHARS) -> str | None:
+    """`text` cut to `limit` characters (an ellipsis marks the cut)."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "\u2026"
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Why a look of a stage waits, and in how many seconds it looks again (None: nothing
+    says; for a wait an event ends, the fallback look)."""
+
+    reason: str | None = None
+    seconds: float | None = None
+
+
+class Attempt(_Model):
+    """One attempt of a stage: when it ran, how it ended, how often it looked and what it
+    waited for last."""
+
+    number: int = Field(ge=1)
+    status: AttemptStatus = AttemptStatus.RUNNING
+    started_at: str = Field(alias="startedAt")
+    ended_at: str | None = Field(default=None, alias="endedAt")
+    looks: int = 0
+    """The attempt's task calls (each looks at the stage's resources once)."""
+    waiting_for: str | None = Field(default=None, alias="waitingFor")
+    """Why its last look waited (kept once the attempt ends: what it waited for last)."""
+    next_look_at: str | None = Field(default=None, alias="nextLookAt")
+    """When the running attempt looks again (for an event-driven wait: the fallback look)."""
+    error: ErrorInfo | None = None
+    """What ended a FAILED attempt (its message clipped)."""
+
+
 class Stage(_Model):
     name: str
     status: StageStatus = StageStatus.PENDING
@@ -95,6 +147,9 @@ class Stage(_Model):
     output: dict[str, Any] | None = None
     progress: dict[str, Any] | None = None
     """What the running attempt has done and waits for (cleared when an attempt starts)."""
+    history: list[Attempt] = Field(default_factory=list)
+    """The latest attempts (at most `MAX_KEPT_ATTEMPTS`), oldest first; a record written
+    before attempts were kept has none."""
 
 
 class RetryRecord(_Model):
@@ -141,5 +196,52 @@ class Operation(_Model):
         raise KeyError(name)
 
     def to_api(self) -> dict[str, Any]:
-        """The JSON clients see (camelCase, no internal keys)."""
-        return self.model_dump(mode="json", by_alias=True, exclude={"lock_scope"})
+        """The JSON clients see (camelCase, no internal keys): the stages' attempts as one
+        `timeline`."""
+        body = self.model_dump(
+            mode="json",
+            by_alias=True,
+            exclude={"lock_scope": True, "stages": {"__all__": {"history"}}},
+        )
+        body["timeline"] = [entry.to_api() for entry in timeline(self)]
+        return body
+
+
+class TimelineEntry(_Model):
+    """One attempt of one stage, as `GET /operations/{id}` lists it."""
+
+    stage: str
+    attempt: Attempt
+
+    def to_api(self) -> dict[str, Any]:
+        body = self.attempt.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return {"stage": self.stage, "attempt": body.pop("number"), **body}
+
+
+def attempts_of(stage: Stage) -> list[Attempt]:
+    """The stage's kept attempts; for a record written before attempts were kept, its latest
+    attempt as the stage's own fields describe it."""
+    if stage.history or stage.attempts < 1 or stage.status is StageStatus.PENDING:
+        return stage.history
+    started = stage.attempt_started_at or stage.started_at
+    if started is None or stage.status is StageStatus.SKIPPED:
+        return []
+    return [
+        Attempt(
+            number=stage.attempts,
+            status=AttemptStatus(stage.status.value),
+            started_at=started,
+            ended_at=stage.ended_at,
+            error=stage.error if stage.status is StageStatus.FAILED else None,
+        )
+    ]
+
+
+def timeline(operation: Operation) -> list[TimelineEntry]:
+    """Every kept attempt of every stage, in the order they started (stage order breaks ties)."""
+    entries = [
+        (attempt.started_at, index, TimelineEntry(stage=stage.name, attempt=attempt))
+        for index, stage in enumerate(operation.stages)
+        for attempt in attempts_of(stage)
+    ]
+    return [entry for _started, _index, entry in sorted(entries, key=lambda e: (e[0], e[1]))]

@@ -19,8 +19,8 @@ from hypd import clock
 from hypd.errors import OperationStateError, PermanentError
 from hypd.operations import lifecycle
 from hypd.operations.locks import LockStore
-from hypd.operations.models import ErrorInfo, Operation, OperationStatus
-from hypd.operations.stages import stage_step
+from hypd.operations.models import ErrorInfo, Operation, OperationStatus, Wait
+from hypd.operations.stages import stage_step, waiting_of
 from hypd.operations.store import OperationStore
 from hypd.operations.tasks import StepFunctionsError
 from hypd.tasks import TaskInput, TaskRouter
@@ -75,9 +75,15 @@ def polled(router: TaskRouter, first: str, then: str) -> Callable[[SP], SP]:
     return register
 
 
-def poll_result(ready: bool, wait_seconds: int = 0) -> dict[str, Any]:
-    """A polling task's answer: the Wait after it uses `waitSeconds`."""
-    return {"ready": ready, "waitSeconds": max(1, int(wait_seconds)) if not ready else 0}
+def poll_result(ready: bool, wait_seconds: int = 0, waiting: str | None = None) -> dict[str, Any]:
+    """A polling task's answer: the Wait after it uses `waitSeconds`; `waiting`, what it waits
+    for in words (the stage's attempt records it with the time of the next look)."""
+    if ready:
+        return {"ready": True, "waitSeconds": 0}
+    answer: dict[str, Any] = {"ready": False, "waitSeconds": max(1, int(wait_seconds))}
+    if waiting:
+        answer["waiting"] = waiting
+    return answer
 
 
 def ready(result: dict[str, Any]) -> bool:
@@ -87,7 +93,9 @@ def ready(result: dict[str, Any]) -> bool:
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:
     """A poll's answer without the polling fields: the stage's recorded output."""
-    return {k: v for k, v in result.items() if k not in ("ready", "waitSeconds", "waitFor")}
+    return {
+        k: v for k, v in result.items() if k not in ("ready", "waitSeconds", "waitFor", "waiting")
+    }
 
 
 def dump(model: BaseModel) -> dict[str, Any]:
@@ -124,8 +132,12 @@ class Steps:
         complete: bool | Callable[[T], bool] = False,
         summarize: Callable[[T], dict[str, Any]] | None = None,
         progress: Callable[[T], dict[str, Any] | None] | None = None,
+        wait: Callable[[T], Wait | None] = waiting_of,
     ) -> T:
         """`stage_step` for the task's operation, unless the task's execution is stale.
+
+        The operation read for that check is the one the task's work reads and its writes
+        start from (`OperationStore.reading`): a look costs one read and one write.
 
         Raises:
             StaleExecution: the operation has moved on to another execution.
@@ -137,16 +149,18 @@ class Steps:
                 f"{operation.id} ({lifecycle.execution_name(operation)}); it changes nothing",
                 details={"operationId": operation.id},
             )
-        return stage_step(
-            self.operations,
-            task.operation_id,
-            stage,
-            work,
-            start=start,
-            complete=complete,
-            summarize=summarize,
-            progress=progress,
-        )
+        with self.operations.reading(operation):
+            return stage_step(
+                self.operations,
+                task.operation_id,
+                stage,
+                work,
+                start=start,
+                complete=complete,
+                summarize=summarize,
+                progress=progress,
+                wait=wait,
+            )
 
     @staticmethod
     def output_of(operation: Operation, stage: str, model: type[M]) -> M:

@@ -7,7 +7,9 @@ never both win with a stale read: the loser re-reads and re-applies its change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from hypd import clock, observability
@@ -28,6 +30,10 @@ Mutation = Callable[[Operation], Operation | None]
 """Returns the changed operation (from `model_copy`), or None when nothing needs to change."""
 
 MAX_UPDATE_ATTEMPTS = 8
+
+_snapshot: ContextVar[Operation | None] = ContextVar("hypd_operation_snapshot", default=None)
+"""The operation a task read, while it works (`OperationStore.reading`): per thread, so tasks
+the local cloud runs side by side do not share it."""
 
 
 @dataclass(frozen=True)
@@ -65,17 +71,28 @@ class OperationStore:
     def update(self, operation_id: str, mutate: Mutation) -> Operation:
         """Apply `mutate` to the latest stored operation and write it back, retrying on races.
 
+        Inside `reading`, the first try starts from the snapshot instead of a fresh read (the
+        conditional write still refuses it if anyone wrote since); a retry reads again.
+
         Raises:
             NotFoundError: no such operation.
             ConcurrentUpdate: the record kept changing beyond the retry budget.
         """
+        tries = 0
 
         written: list[tuple[Operation, Operation]] = []
 
         def attempt() -> Operation:
-            current = self.get(operation_id)
+            nonlocal tries
+            tries += 1
+            snapshot = _snapshot.get()
+            if tries == 1 and snapshot is not None and snapshot.id == operation_id:
+                current = snapshot
+            else:
+                current = self._read(operation_id)
             changed = mutate(current.model_copy(deep=True))
             if changed is None:
+                self._remember(current)
                 return current
             changed = changed.model_copy(
                 update={"version": current.version + 1, "updated_at": clock.now_iso()}
@@ -87,6 +104,7 @@ class OperationStore:
                 values={":v": {"N": str(current.version)}},
             )
             written.append((current, changed))
+            self._remember(changed)
             return changed
 
         result = optimistic(attempt, attempts=MAX_UPDATE_ATTEMPTS, what=f"operation {operation_id}")
@@ -96,8 +114,31 @@ class OperationStore:
             observability.operation_changed(before, after)
         return result
 
+    @contextmanager
+    def reading(self, operation: Operation) -> Iterator[None]:
+        """Within: `get` of this operation answers with `operation` (or what this thread wrote
+        of it since) instead of reading it again, and `update` starts from it. For one task,
+        which reads its operation once and writes it once per look."""
+        token = _snapshot.set(operation)
+        try:
+            yield
+        finally:
+            _snapshot.reset(token)
+
+    @staticmethod
+    def _remember(operation: Operation) -> None:
+        snapshot = _snapshot.get()
+        if snapshot is not None and snapshot.id == operation.id:
+            _snapshot.set(operation)
+
     # ------------------------------------------------------------------ reads
     def get(self, operation_id: str) -> Operation:
+        snapshot = _snapshot.get()
+        if snapshot is not None and snapshot.id == operation_id:
+            return snapshot.model_copy(deep=True)
+        return self._read(operation_id)
+
+    def _read(self, operation_id: str) -> Operation:
         item = self._table.get(operation_key(operation_id))
         if item is None:
             raise NotFoundError(

@@ -20,6 +20,11 @@ from hypd.aws.dynamodb import ConditionFailed, Table, decode_body, encode_item
 from hypd.errors import HypdError
 from hypd.table import waiter_key, waiters_partition
 
+TOKEN_WAIT_SECONDS = 1800
+"""The TimeoutSeconds of the states that park a token on a HyperPod cluster (create and
+capacity; statemachines/generate.py `HYPERPOD_WAIT_SECONDS`, a build test holds them equal):
+without an event, the operation looks again after it."""
+
 
 class Waiter(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
@@ -144,8 +149,10 @@ def park_and_look(
     failure_states: tuple[str, ...],
     failure_error: str,
 ) -> dict[str, Any]:
-    """Park the operation's token on `resource`, then look once: a change that happened before
-    the token was parked is not missed. `look()` answers (status, failure message).
+    """Park the operation's token on `resource` (a HyperPod cluster's name), then look once: a
+    change that happened before the token was parked is not missed. `look()` answers (status,
+    failure message). The answer says what the operation now waits for, unless the look
+    completed the token itself.
     """
     waiters.park(resource, operation_id, condition, task_token, failure_states=failure_states)
     status, failure = look()
@@ -158,7 +165,16 @@ def park_and_look(
         failure_error=failure_error,
         message=failure,
     )
-    return {"status": status, "settled": bool(woken)}
+    if woken:
+        return {"status": status, "settled": True}
+    return {
+        "status": status,
+        "settled": False,
+        "ready": False,
+        "waiting": f"HyperPod cluster {resource} is {status} (its state-change event ends the "
+        "wait)",
+        "waitSeconds": TOKEN_WAIT_SECONDS,
+    }
 
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"

@@ -122,15 +122,15 @@ def stage_task(router: TaskRouter, stage: str, look: Looker) -> None:
             if seen.done:
                 return {**poll_result(True), "deleted": _views(targets)}
             elapsed, wait = Steps.elapsed(operation, stage), WAITS[stage]
+            left = [*seen.left, *seen.waiting]
+            what = ", ".join(f"{r.type} {r.name}" for r in left) + (
+                f" ({seen.reason})" if seen.reason else "")
             if wait.overdue(elapsed):
-                left = [*seen.left, *seen.waiting]
                 raise TeardownFailed(
-                    f"stage {stage}: still there after {int(elapsed) // 60} min: "
-                    + ", ".join(f"{r.type} {r.name}" for r in left)
-                    + (f" ({seen.reason})" if seen.reason else ""),
+                    f"stage {stage}: still there after {int(elapsed) // 60} min: {what}",
                     details={"stage": stage, "remaining": _views(left)})
-            return {**poll_result(False, wait.next_check(elapsed)),
-                    "remaining": _views([*seen.left, *seen.waiting]), "seen": _views(targets),
+            return {**poll_result(False, wait.next_check(elapsed), waiting=f"still there: {what}"),
+                    "remaining": _views(left), "seen": _views(targets),
                     **({"reason": seen.reason} if seen.reason else {})}
 
         return services.steps.step(

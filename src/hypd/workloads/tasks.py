@@ -105,7 +105,9 @@ def deploy(task: OperationInput, services: FeatureServices, *, start: bool) -> d
                 f"(its maxDeployTimeInSeconds is {limit}): {view.get('message') or ''}".rstrip(
                     ": "))
         wait = DEPLOY_FIRST_LOOK if start else DEPLOY_INTERVAL
-        return {**poll_result(False, wait), "state": view["state"],
+        waiting = (f"{work.kind} {work.namespace}/{work.name} is {view['state']} "
+                   f"({view['readyReplicas']} of {view['replicas']} replicas ready)")
+        return {**poll_result(False, wait, waiting=waiting), "state": view["state"],
                 "readyReplicas": view["readyReplicas"]}
 
     return services.steps.step(
@@ -128,7 +130,10 @@ def register(task: OperationInput, services: FeatureServices, *, start: bool) ->
         if state and "Failed" in str(state):
             raise RegistrationFailed(
                 f"SageMaker endpoint {work.sagemaker_endpoint_name} of {work.name} is {state}")
-        return {**poll_result(False, REGISTER_INTERVAL), "state": state or "Pending"}
+        waiting = (f"SageMaker endpoint {work.sagemaker_endpoint_name} of {work.name} is "
+                   f"{state or 'Pending'}")
+        return {**poll_result(False, REGISTER_INTERVAL, waiting=waiting),
+                "state": state or "Pending"}
 
     return services.steps.step(
         task, "register", work, start=start, complete=ready,
@@ -150,7 +155,10 @@ def delete(task: OperationInput, services: FeatureServices, *, start: bool) -> d
         pods = job_pods(api, work.namespace, work.name) if kind is TRAINING_JOB else []
         if obj is None and not pods:
             return {**poll_result(True), "deleted": f"{work.namespace}/{work.name}"}
-        return {**poll_result(False, DELETE_INTERVAL), "remaining": len(pods) + (obj is not None)}
+        left = ([f"{work.kind} {work.namespace}/{work.name}"] if obj is not None else []) + (
+            [f"{len(pods)} pod(s)"] if pods else [])
+        return {**poll_result(False, DELETE_INTERVAL, waiting="still there: " + ", ".join(left)),
+                "remaining": len(pods) + (obj is not None)}
 
     return services.steps.step(
         task, "delete", work, start=start, complete=ready,

@@ -44,7 +44,8 @@ def test_a_new_group_is_sent_once_and_then_waited_for() -> None:
 
     assert decision.call == "update"
     assert decision.request == {"ClusterName": "hypd-train", "InstanceGroups": [SPEC]}
-    assert decision.answer() == {"ready": False, "waitFor": "cluster", "waitSeconds": 30}
+    assert decision.answer() == {"ready": False, "waitFor": "cluster", "waitSeconds": 30,
+                                 "waiting": "adding instance group spot"}
 
 
 def test_a_new_group_hyperpod_has_is_done_once_in_service() -> None:
@@ -166,7 +167,8 @@ def test_autoscaling_is_turned_on_with_the_role_then_polled_until_in_service() -
         "ClusterRole": ROLE,
     }
     creating = changes.enable_autoscaling(autoscaled("Creating"), ROLE, 1, enable_sent=True)
-    assert creating.answer() == {"ready": False, "waitFor": "poll", "waitSeconds": 30}
+    assert creating.answer() == {"ready": False, "waitFor": "poll", "waitSeconds": 30,
+                                 "waiting": "autoscaling is Creating"}
     assert changes.enable_autoscaling(autoscaled("InService"), ROLE, 1, enable_sent=True).done
 
 

@@ -40,7 +40,12 @@ def hyperpod_poll(task: OperationInput, services: CreateServices, *, start: bool
             replace_failed=operation.stage("hyperpod").attempts > 1,
         )
         if cluster is None:  # a failed cluster of an earlier attempt is being deleted
-            return poll_result(False, hyperpod.REPLACE_CHECK_SECONDS)
+            return poll_result(
+                False,
+                hyperpod.REPLACE_CHECK_SECONDS,
+                waiting=f"the failed HyperPod cluster {resolved.hyperpod_cluster_name} of an "
+                "earlier attempt is being deleted",
+            )
         return {**poll_result(True), "status": cluster.status}
 
     return services.steps.step(task, "hyperpod", work, start=start)
@@ -79,7 +84,12 @@ def check_hyperpod_cluster(task: OperationInput, services: CreateServices) -> di
         cluster = hyperpod.read_cluster(
             services.client("sagemaker"), resolved.hyperpod_cluster_name
         )
-        return {"ready": cluster.status == hyperpod.IN_SERVICE, "status": cluster.status}
+        # Not InService: the next state parks a new token (its own look says so).
+        return {
+            "ready": cluster.status == hyperpod.IN_SERVICE,
+            "status": cluster.status,
+            "waiting": f"HyperPod cluster {cluster.name} is {cluster.status}",
+        }
 
     return services.steps.step(task, "hyperpod", work)
 
@@ -117,7 +127,11 @@ def storage_poll(task: OperationInput, services: CreateServices, *, start: bool)
         )
         if not storage.file_system_ready(system):
             return poll_result(
-                False, storage.next_check_seconds(Steps.elapsed(operation, "storage")))
+                False,
+                storage.next_check_seconds(Steps.elapsed(operation, "storage")),
+                waiting=f"FSx file system {system.get('FileSystemId')} is "
+                f"{system.get('Lifecycle')}",
+            )
         return {**poll_result(True), "kind": "fsx", **storage.mount_of(system), **named}
 
     return services.steps.step(

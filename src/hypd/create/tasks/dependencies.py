@@ -40,7 +40,7 @@ def addons_poll(task: OperationInput, services: CreateServices, *, start: bool) 
         operation, resolved = services.load(task.operation_id)
         progress = _advance_addons(services, operation, resolved)
         addons.check_overdue(progress, Steps.elapsed(operation, "dependencies"))
-        return poll_result(progress.done, progress.next_check_seconds)
+        return poll_result(progress.done, progress.next_check_seconds, waiting=progress.waiting)
 
     return services.steps.step(task, "dependencies", work, start=start)
 

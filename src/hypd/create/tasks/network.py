@@ -41,7 +41,9 @@ def network_poll(task: OperationInput, services: CreateServices, *, start: bool)
             role_arn=services.settings.network_stack_role_arn,
         )
         return poll_result(
-            stack.ready, network_stack.next_check_seconds(Steps.elapsed(operation, "network"))
+            stack.ready,
+            network_stack.next_check_seconds(Steps.elapsed(operation, "network")),
+            waiting=f"network stack {stack.stack_name} is {stack.status}",
         )
 
     return services.steps.step(task, "network", work, start=start)
@@ -97,13 +99,12 @@ def eks_poll(task: OperationInput, services: CreateServices, *, start: bool) -> 
         # been replaced (below), also in an earlier attempt.
         network = network_stack.read_network_stack(cfn, resolved.tag)
         if not network.ready:  # control-plane subnets being added
-            control_plane.check_overdue(
-                resolved.eks_cluster_name,
+            doing = (
                 f"waiting for control-plane subnets in zones EKS supports (network stack "
-                f"{network.stack_name} is {network.status})",
-                waited,
+                f"{network.stack_name} is {network.status})"
             )
-            return poll_result(False, network_stack.UPDATE_CHECK_SECONDS)
+            control_plane.check_overdue(resolved.eks_cluster_name, doing, waited)
+            return poll_result(False, network_stack.UPDATE_CHECK_SECONDS, waiting=doing)
         assert network.security_group_id
         # A new CreateCluster request after each move (other subnets): a fresh token.
         token = f"{operation.id}-eks-{attempt}" + (f"-z{moves}" if moves else "")
@@ -135,13 +136,22 @@ def eks_poll(task: OperationInput, services: CreateServices, *, start: bool) -> 
             if moving is None:
                 raise
             return {
-                **poll_result(False, network_stack.UPDATE_CHECK_SECONDS),
+                **poll_result(
+                    False,
+                    network_stack.UPDATE_CHECK_SECONDS,
+                    waiting="EKS refused the control plane's zone: adding control-plane "
+                    f"subnets in {', '.join(refused.valid_zones)}",
+                ),
                 "controlPlaneMoves": moves + 1,
                 "validZones": refused.valid_zones,
             }
         if not state.ready:
             control_plane.check_overdue(state.name, f"still {state.status}", waited)
-        return poll_result(state.ready, control_plane.next_check_seconds(waited))
+        return poll_result(
+            state.ready,
+            control_plane.next_check_seconds(waited),
+            waiting=f"EKS cluster {state.name} is {state.status}",
+        )
 
     return services.steps.step(task, "eks", work, start=start, progress=_moved)
 

@@ -75,7 +75,7 @@ def verify_poll(task: OperationInput, services: CreateServices, *, start: bool) 
                 details={"problems": result.problems,
                          "timeoutSeconds": int(deadline.total_seconds())},
             )
-        return poll_result(False, check_interval(waited))
+        return poll_result(False, check_interval(waited), waiting="; ".join(result.problems))
 
     answer = services.steps.step(
         task, "verify", work, start=start, complete=ready, summarize=summary
