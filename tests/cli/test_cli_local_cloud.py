@@ -266,7 +266,9 @@ def test_watch_on_a_failing_operation_exits_1_with_the_stage_and_error_then_retr
     # ops get: the timeline in start order, the eks wait it recorded
     got = run_cli("ops", "get", operation_id, endpoint=url)
     timeline = got.out.split("Timeline (UTC):\n", 1)[1]
-    assert re.search(r"\seks\s+1\s+SUCCEEDED\s.*waited for: EKS cluster hypd-e2e is CREATING",
+    # eks: its first attempt stopped when the storage failed beside it, the retry's waited
+    assert re.search(r"\seks\s+1\s+CANCELLED\s", timeline)
+    assert re.search(r"\seks\s+2\s+SUCCEEDED\s.*waited for: EKS cluster hypd-e2e is CREATING",
                      timeline)
     assert [m.group(1) for m in re.finditer(r"\sstorage\s+(\d)\s", timeline)] == ["1", "2"]
 
@@ -275,6 +277,7 @@ def test_cancel_stops_a_running_create_and_watch_exits_1(
     run_cli: RunCli, cloud: Any, api: ApiClient
 ) -> None:
     url = cloud.api_url
+    make_bucket(cloud)  # the storage, checked beside the EKS side, succeeds
     release, entered = threading.Event(), threading.Event()
     with fail_calls(cloud, "eks", "create_cluster", None, times=1, block=release,
                     entered=entered):

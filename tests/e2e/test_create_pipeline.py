@@ -94,9 +94,12 @@ def test_the_pipeline_creates_a_verified_cluster(api: ApiClient, cloud: Any) -> 
     assert record["hyperpod"]["status"] == "InService"
     # The timeline: one attempt per stage, in start order, each ended after it started.
     timeline = operation["timeline"]
-    assert [(e["stage"], e["attempt"], e["status"]) for e in timeline] == [
+    assert sorted(((e["stage"], e["attempt"], e["status"]) for e in timeline),
+                  key=lambda e: STAGES.index(e[0])) == [
         (stage, 1, "SUCCEEDED") for stage in STAGES
     ]
+    starts = {e["stage"]: at(e["startedAt"]) for e in timeline}
+    assert starts["storage"] < starts["dependencies"], "the storage runs beside the EKS side"
     assert [at(e["startedAt"]) for e in timeline] == sorted(at(e["startedAt"]) for e in timeline)
     for entry in timeline:
         assert at(entry["startedAt"]) <= at(entry["endedAt"])
