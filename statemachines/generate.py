@@ -1080,19 +1080,26 @@ def _teardown_poll(states: States, stage: str, then: str | None) -> None:
 
 
 def _branch(stages: tuple[str, ...], into: States) -> dict[str, Any]:
-    """A Parallel branch running the teardown `stages` one after another."""
+    """A Parallel branch running the teardown `stages` one after another (a retry skips those
+    that succeeded, `_resume_choice`)."""
+    resume = f"{TEARDOWN_STEPS[stages[0]][0]}: resume where?"
+
     def build(branch: States) -> None:
+        _resume_choice(branch, resume, stages,
+                       {stage: TEARDOWN_STEPS[stage][0] for stage in stages},
+                       f"{TEARDOWN_STEPS[stages[-1]][0]}: done")
         for i, stage in enumerate(stages):
             following = stages[i + 1] if i + 1 < len(stages) else None
             _teardown_poll(branch, stage, TEARDOWN_STEPS[following][0] if following else None)
 
-    return _branch_of(build, TEARDOWN_STEPS[stages[0]][0], into)
+    return _branch_of(build, resume, into)
 
 
 def delete_cluster_definition(states: States | None = None) -> dict[str, Any]:
     """delete-cluster: workloads -> governance -> hyperpod -> (addons -> eks) || storage ->
     network -> roles -> record. A retry resumes at the first stage that did not succeed; a
-    stage inside the Parallel reruns its branch, whose finished stages find nothing left."""
+    stage inside the Parallel resumes the Parallel, whose branches skip their stages that
+    succeeded."""
     states = States() if states is None else states
     parallel = "Delete EKS side and storage"
     first = {stage: TEARDOWN_STEPS[stage][0] for stage in ("workloads", "governance",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hypd.errors import PermanentError
-from hypd.operations.models import Operation, StageStatus
+from hypd.operations.models import Operation
 from hypd.operations.steps import OperationInput, Steps, poll_result, polled, ready
 from hypd.operations.waits import WaitPolicy
 from hypd.tasks import TaskRouter
@@ -107,12 +107,6 @@ def stage_task(router: TaskRouter, stage: str, look: Looker) -> None:
     """Register `stage`'s two tasks on `router`."""
 
     def poll(task: OperationInput, services: StageServices, *, start: bool) -> dict[str, Any]:
-        # A retry that resumes inside the Parallel reruns a branch: a stage of it that has
-        # succeeded already is passed (its resources are gone), not attempted again.
-        operation = services.steps.operations.get(task.operation_id)
-        if any(s.name == stage and s.status is StageStatus.SUCCEEDED for s in operation.stages):
-            return poll_result(True)
-
         def work() -> dict[str, Any]:
             operation = services.steps.operations.get(task.operation_id)
             where = TeardownInput.model_validate(operation.input)

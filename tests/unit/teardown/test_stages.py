@@ -118,17 +118,6 @@ def test_a_stage_waiting_past_its_budget_fails_naming_what_is_left_and_why(
         {"type": "FsxFileSystem", "name": "fs-1", "arn": "arn:fs-1"}]
 
 
-def test_a_stage_that_succeeded_is_passed_when_its_branch_runs_again(
-        router: TaskRouter, services: Services) -> None:
-    operation_id = started(services)
-    services.looks = [Look()]
-    assert call(router, services, "teardown-storage", operation_id)["ready"] is True
-    # A retry that resumes inside the Parallel runs the branch again: no look, no new attempt.
-    assert call(router, services, "teardown-storage", operation_id)["ready"] is True
-    assert services.seen == [[("FsxFileSystem", "fs-1")]]
-    assert services.operations.get(operation_id).stage("storage").attempts == 1
-
-
 def test_what_a_stage_waits_for_alone_is_never_reported_deleted(
         router: TaskRouter, services: Services) -> None:
     operation_id = started(services)
