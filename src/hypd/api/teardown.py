@@ -36,8 +36,9 @@ Force = Annotated[bool, Query(description="Stop running jobs and endpoints too."
 
 def running_operation(tag: str) -> dict[str, Any] | None:
     """An operation on the cluster that has not ended (the cluster's own lock, or a
-    workload's), or None."""
-    for status in (OperationStatus.RUNNING, OperationStatus.PENDING):
+    workload's), or None. PENDING is read first: an operation moves PENDING -> RUNNING, so one
+    that moves between the two reads is still found (the other order could miss it)."""
+    for status in (OperationStatus.PENDING, OperationStatus.RUNNING):
         page = services().operations.list(cluster_tag=tag, status=status, limit=1)
         for operation in page.operations:
             return {"operationId": operation.id, "kind": operation.kind.value,
