@@ -9,11 +9,20 @@ The clock starts at the real time. By default it also *ticks*: virtual time = re
 share a timestamp. A frozen clock (``ticking=False``) only moves when told to, which makes
 assertions on exact times possible.
 
-The branches of one Parallel state share a timeline (`Cohort`): a branch that waits (a Wait
-state, a Retry back-off, a task-token wait) blocks until the clock reaches its target, and the
-clock moves only once every branch waits, to the earliest target, as timers on one time line
-do. Without it each branch's wait would move the one clock by its own length and the branches'
-waits would add up instead of overlapping.
+Threads that run at the same time on AWS share a timeline (`Cohort`): every running
+execution is a member of the clock's `executions` cohort, and the branches of a Parallel state
+form a cohort nested in the one of the thread that runs the Parallel (for as long as the
+Parallel runs, the branches stand for that thread). A member that waits (a Wait state, a Retry
+back-off, a task-token wait) blocks until the clock reaches its target; the clock moves only
+once every member of the outermost cohort waits, to the earliest target, as timers on one time
+line do. Without it each waiter would move the one clock by its own length: two branches' waits
+would add up instead of overlapping, and fifty concurrent creates would each see the other
+forty-nine's waits pass during their own (their budgets run out after a few looks).
+
+A wait *for an event* with a deadline (a task token, `wait_until`) counts as waiting but never
+moves the clock by itself: the clock jumps only when at least one member waits for a time (a
+timer); then it goes to the earliest of all targets, deadlines included. With one execution
+that is exactly what a lone thread does without a cohort.
 """
 
 from __future__ import annotations
@@ -47,6 +56,8 @@ class VirtualClock:
         self._cond = threading.Condition(threading.Lock())
         self._listeners: list[Listener] = []
         self._waiting = 0
+        self.executions = Cohort(self, 0)
+        """The running executions' timeline: each execution thread is a member while it runs."""
 
     @property
     def ticking(self) -> bool:
@@ -105,7 +116,7 @@ class VirtualClock:
         cohort's turn inside one (True if ``done()`` came first, only possible there)."""
         cohort = current_cohort()
         if cohort is not None and cohort.clock is self:
-            return cohort.wait_until(target, done)
+            return cohort.wait_until(target, done, timer=True)
         self.advance_to(target)
         return False
 
@@ -117,11 +128,12 @@ class VirtualClock:
         Returns True when ``done()`` became true, False when the deadline passed. Whoever makes
         ``done()`` true must call `poke` so the waiter re-checks; the clock pokes waiters itself
         whenever it advances. A ticking clock also reaches the deadline as real time passes.
-        Inside a cohort the thread counts as waiting for ``deadline`` (`Cohort.wait_until`).
+        Inside a cohort the thread counts as waiting for an event due by ``deadline``
+        (`Cohort.wait_until` with ``timer=False``).
         """
         cohort = current_cohort()
         if cohort is not None and cohort.clock is self:
-            return cohort.wait_until(deadline, done)
+            return cohort.wait_until(deadline, done, timer=False)
         with self._cond:
             self._waiting += 1
             self._cond.notify_all()
@@ -182,55 +194,102 @@ class VirtualClock:
 
     # ------------------------------------------------------------------ cohorts
     def _cohort_turn(self, cohort: Cohort, deadline: datetime,
-                     done: Callable[[], bool] | None) -> bool | datetime:
+                     done: Callable[[], bool] | None, timer: bool) -> bool | datetime:
         """One look of a cohort member waiting for ``deadline``: True (done), False (deadline
-        reached), or the time to move the clock to (every member waits: the earliest target)."""
+        reached), or the time to move the clock to (every member of the outermost cohort waits
+        and one of them for a timer: the earliest target)."""
         me = threading.get_ident()
         with self._cond:
-            cohort.targets[me] = deadline
+            cohort.targets[me] = (deadline, timer)
+            if not timer:
+                self._waiting += 1  # `wait_for_waiters` sees event waits, in a cohort or not
             self._cond.notify_all()  # the others may all be waiting now
-            while True:
-                if done is not None and done():
-                    del cohort.targets[me]
-                    return True
-                now = self._now_locked()
-                if now >= deadline:
-                    del cohort.targets[me]
-                    return False
-                if len(cohort.targets) >= cohort.members:
-                    earliest = min(cohort.targets.values())
-                    if earliest > now:
-                        return earliest  # still counted as waiting while the clock moves
-                timeout = (deadline - now).total_seconds() if self._ticking else None
-                self._cond.wait(timeout)
+            try:
+                while True:
+                    if done is not None and done():
+                        del cohort.targets[me]
+                        return True
+                    now = self._now_locked()
+                    if now >= deadline:
+                        del cohort.targets[me]
+                        return False
+                    waiting = cohort.outermost().waiting()
+                    if waiting is not None:
+                        earliest, timed = waiting
+                        if timed and earliest > now:
+                            return earliest  # still counted as waiting while the clock moves
+                    timeout = (deadline - now).total_seconds() if self._ticking else None
+                    self._cond.wait(timeout)
+            finally:
+                if not timer:
+                    self._waiting -= 1
+
+    def _cohort_join(self, cohort: Cohort) -> None:
+        with self._cond:
+            cohort.members += 1
 
     def _cohort_leave(self, cohort: Cohort) -> None:
         with self._cond:
             cohort.members -= 1
+            if cohort.members <= 0 and cohort.parent is not None:
+                # The Parallel is over: the thread that ran it stands for itself again.
+                siblings = cohort.parent.children
+                if cohort in siblings:
+                    siblings.remove(cohort)
             self._cond.notify_all()
 
 
 class Cohort:
-    """Threads that share one timeline on a clock: the branches of one Parallel state.
+    """Threads that share one timeline on a clock: the running executions, or the branches of
+    one Parallel state (nested in the cohort of the thread that runs the Parallel).
 
     A member waiting for a time (`wait_until`) blocks until the clock reaches it; the clock
-    moves only while every member waits, to the earliest time any of them waits for. A member
-    that is running (a task, in real time) holds the clock for the others, as on AWS a branch
-    waiting 5 minutes does not make the other branch's 1 minute wait any longer.
+    moves only while every member of the outermost cohort waits, to the earliest time any of
+    them waits for. A member that is running (a task, in real time) holds the clock for the
+    others, as on AWS a branch waiting 5 minutes does not make the other branch's 1 minute
+    wait any longer, and one execution's 20 minutes for EKS do not pass during another's
+    one-minute look.
     """
 
-    def __init__(self, clock: VirtualClock, members: int) -> None:
+    def __init__(self, clock: VirtualClock, members: int, parent: Cohort | None = None) -> None:
         self.clock = clock
         self.members = members
         """Members that have not left (a branch counts from the Parallel's start)."""
-        self.targets: dict[int, datetime] = {}
-        """Thread id -> the time the member waits for, while it waits (under the clock's lock)."""
+        self.parent = parent
+        """The cohort of the thread that started this one, which this one stands for."""
+        self.targets: dict[int, tuple[datetime, bool]] = {}
+        """Thread id -> (the time the member waits for, whether a timer), while it waits (under
+        the clock's lock)."""
+        self.children: list[Cohort] = []
+        """Nested cohorts still running (each stands for the member thread that started it)."""
+        if parent is not None:
+            with clock._cond:
+                parent.children.append(self)
 
-    def wait_until(self, deadline: datetime, done: Callable[[], bool] | None = None) -> bool:
+    def outermost(self) -> Cohort:
+        cohort = self
+        while cohort.parent is not None:
+            cohort = cohort.parent
+        return cohort
+
+    def waiting(self) -> tuple[datetime, bool] | None:
+        """(the earliest target, whether any member waits for a timer) when every member waits
+        (a nested cohort counts as its starting member, waiting when all of its members do),
+        else None. Called under the clock's lock."""
+        waits = list(self.targets.values())
+        waits.extend(w for w in (child.waiting() for child in self.children) if w is not None)
+        if not waits or len(waits) < self.members:
+            return None
+        return min(target for target, _ in waits), any(timed for _, timed in waits)
+
+    def wait_until(self, deadline: datetime, done: Callable[[], bool] | None = None,
+                   *, timer: bool = True) -> bool:
         """`VirtualClock.wait_until` on the cohort's timeline: True when ``done()`` became true,
-        False when the clock reached ``deadline``."""
+        False when the clock reached ``deadline``. ``timer``: the member waits for the time
+        itself (a Wait state, a back-off), which lets the clock move; else for an event with a
+        deadline, which lets it move only when another member waits for a timer."""
         while True:
-            turn = self.clock._cohort_turn(self, deadline, done)
+            turn = self.clock._cohort_turn(self, deadline, done, timer)
             if isinstance(turn, bool):
                 return turn
             self.clock.advance_to(turn)
@@ -247,6 +306,11 @@ class Cohort:
                 yield
         finally:
             self.leave()
+
+    def join(self) -> None:
+        """Count one more member (an execution that starts: called before its thread runs, so
+        the others cannot move the clock in between); its thread then runs in `member`."""
+        self.clock._cohort_join(self)
 
 
 @contextmanager

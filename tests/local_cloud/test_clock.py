@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -199,3 +200,107 @@ def test_outside_a_cohort_a_sleep_moves_the_clock_at_once() -> None:
     clock.sleep(60)
     assert clock.sleep_until(START + timedelta(seconds=90)) is False
     assert clock.now() == START + timedelta(seconds=90)
+
+
+def _run_all(targets: list[Callable[[], None]]) -> None:
+    threads = [threading.Thread(target=t, daemon=True) for t in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "a cohort member never woke"
+
+
+def test_executions_running_at_once_overlap_their_waits() -> None:
+    # Two executions: one waits 20 minutes (EKS), the other looks every minute three times.
+    # Without the shared timeline the 20 minutes would pass during the other's first look.
+    clock = VirtualClock(START, ticking=False)
+    executions = clock.executions
+    seen: dict[str, list[str]] = {"long": [], "looks": []}
+
+    def execution(name: str, waits: list[float]) -> Callable[[], None]:
+        executions.join()  # counted from its start, before its thread runs
+
+        def run() -> None:
+            with executions.member():
+                for seconds in waits:
+                    clock.sleep(seconds)
+                    seen[name].append(f"{(clock.now() - START).total_seconds():.0f}")
+        return run
+
+    _run_all([execution("long", [1200]), execution("looks", [60, 60, 60])])
+
+    assert seen == {"long": ["1200"], "looks": ["60", "120", "180"]}
+    assert executions.members == 0
+
+
+def test_a_parallel_nested_in_an_execution_stands_for_its_thread() -> None:
+    # Execution A runs a Parallel of two branches (5 and 8 minutes) while execution B waits
+    # 6 minutes: every wait overlaps, and A's thread resumes at 8 minutes.
+    clock = VirtualClock(START, ticking=False)
+    executions = clock.executions
+    marks: list[tuple[str, float]] = []
+
+    def mark(name: str) -> None:
+        marks.append((name, (clock.now() - START).total_seconds()))
+
+    executions.join()
+    executions.join()
+
+    def a() -> None:
+        with executions.member():
+            branches = Cohort(clock, 2, parent=executions)
+
+            def branch(seconds: float) -> Callable[[], None]:
+                def run() -> None:
+                    with branches.member():
+                        clock.sleep(seconds)
+                        mark(f"branch {seconds:.0f}")
+                return run
+
+            _run_all([branch(300), branch(480)])
+            mark("a resumes")
+            clock.sleep(60)
+            mark("a ends")
+
+    def b() -> None:
+        with executions.member():
+            clock.sleep(360)
+            mark("b")
+
+    _run_all([a, b])
+
+    assert sorted(marks, key=lambda m: m[1]) == [
+        ("branch 300", 300), ("b", 360), ("branch 480", 480), ("a resumes", 480),
+        ("a ends", 540)]
+    assert executions.children == []
+
+
+def test_an_event_wait_alone_never_moves_the_clock_but_a_timer_beside_it_does() -> None:
+    clock = VirtualClock(START, ticking=False)
+    cohort = Cohort(clock, 1)
+    results: list[bool] = []
+
+    def token_wait() -> None:
+        with cohort.member():
+            results.append(clock.wait_until(START + timedelta(hours=1)))
+
+    waiter = threading.Thread(target=token_wait, daemon=True)
+    waiter.start()
+    clock.wait_for_waiters(1)  # counted as a waiter, as outside a cohort
+    assert clock.now() == START  # alone, an event wait does not jump to its deadline
+
+    # A timer beside it: the clock moves to the earliest target, the timer's, then (the
+    # timer's member gone) stays until the test moves it.
+    cohort.join()
+    _run_all([lambda: _sleep_as_member(cohort, 600)])
+    assert clock.now() == START + timedelta(seconds=600)
+    assert results == []
+    clock.advance(3000)
+    waiter.join(timeout=30)
+    assert results == [False]
+
+
+def _sleep_as_member(cohort: Cohort, seconds: float) -> None:
+    with cohort.member():
+        cohort.clock.sleep(seconds)

@@ -16,7 +16,12 @@
   (StopExecution racing its start) still reports itself terminated; moto's branch thread dies
   with "Could not set NextState ... ProgramStopped" and the execution waits for it forever.
   ``BranchWorkerPool.__init__``: the branches of a Parallel share one timeline (a `Cohort` of
-  the clock; each branch thread is a member until it ends), so their waits overlap.
+  the clock, nested in the cohort of the thread that runs the Parallel; each branch thread is
+  a member until it ends), so their waits overlap.
+- ``ExecutionWorker.start`` and ``_get_evaluation_environment`` also make the execution a
+  member of the clock's `executions` cohort until it ends (its states find the cohort on their
+  environment, as branches do; ``BranchesDecl._eval_body`` nests a Parallel's cohort in it):
+  executions running at once overlap their waits too.
 - ``AmazonStateLanguageParser.parse``: the syntax tree of a definition is kept, so creating a
   machine again and starting an execution do not parse it again.
 - ``boto_client_for`` (in every interpreter module that imported it): one client per Region,
@@ -32,7 +37,7 @@ import uuid
 from contextlib import nullcontext
 from typing import Any
 
-from hypd_local.clock import Cohort
+from hypd_local.clock import Cohort, bound, current_cohort
 from hypd_local.patches.engine import active, replace
 
 LOG = logging.getLogger(__name__)
@@ -48,6 +53,7 @@ def patch_executions() -> None:
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
     original_start: Any = ExecutionWorker.start
+    original_environment: Any = ExecutionWorker._get_evaluation_environment
     original_terminated: Any = BaseExecutionWorkerCommunication.terminated
     original_init: Any = Execution.__init__
     original_start_execution: Any = StepFunctionsParserBackend.start_execution
@@ -63,10 +69,15 @@ def patch_executions() -> None:
         name = getattr(execution, "name", "?")
         token = engine.activity.begin("execution", str(getattr(execution, "exec_arn", name)))
         engine.execution_started(execution)
+        # Executions running at once share one timeline (hypd_local.clock.Cohort): the
+        # execution counts from now, its states find the cohort on their environment.
+        timeline = engine.clock.executions
+        timeline.join()
 
         def run() -> None:
             try:
-                self._execution_logic()
+                with timeline.member():
+                    self._execution_logic()
             except Exception as exc:  # moto's interpreter crashed: fail the execution visibly
                 LOG.exception("execution %s crashed in the interpreter", name)
                 engine.execution_crashed(execution, exc)
@@ -74,6 +85,13 @@ def patch_executions() -> None:
                 engine.activity.end("execution", token)
 
         threading.Thread(target=run, daemon=True, name=f"sfn-execution-{name}").start()
+
+    def evaluation_environment(self: Any) -> Any:
+        env = original_environment(self)
+        engine = active()
+        if engine is not None:  # moto evaluates states in threads of their own
+            env.hypd_cohort = engine.clock.executions
+        return env
 
     def terminated(self: Any) -> None:
         original_terminated(self)
@@ -114,6 +132,7 @@ def patch_executions() -> None:
         return engine.clock.now()
 
     replace(ExecutionWorker, "start", start)
+    replace(ExecutionWorker, "_get_evaluation_environment", evaluation_environment)
     replace(BaseExecutionWorkerCommunication, "terminated", terminated)
     replace(Execution, "__init__", init)
     replace(Execution, "stop", stop)
@@ -164,6 +183,7 @@ def patch_parallel_branches() -> None:
         BranchWorker,
     )
     from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branches_decl import (
+        BranchesDecl,
         BranchWorkerPool,
     )
     from moto.stepfunctions.parser.asl.eval.environment import Environment
@@ -174,13 +194,19 @@ def patch_parallel_branches() -> None:
     def pool_init(self: Any, workers_num: int) -> None:
         original_pool_init(self, workers_num)
         engine = active()
-        # The Parallel's branches share one timeline (hypd_local.clock.Cohort).
-        self.hypd_cohort = Cohort(engine.clock, workers_num) if engine is not None else None
+        # The Parallel's branches share one timeline (hypd_local.clock.Cohort), nested in the
+        # one of the thread that runs the Parallel (its execution's, or an outer branch's).
+        if engine is None:
+            self.hypd_cohort = None
+            return
+        outer = current_cohort()
+        parent = outer if outer is not None and outer.clock is engine.clock else None
+        self.hypd_cohort = Cohort(engine.clock, workers_num, parent)
 
     def _thread_routine(self: Any) -> None:
         cohort: Cohort | None = getattr(self._branch_worker_comm, "hypd_cohort", None)
         # moto evaluates the branch's states in threads of their own: they find the cohort on
-        # the branch's environment (and its inner frames, `open_inner_frame`).
+        # the branch's environment (and its frames, `as_inner_frame_of`).
         self.env.hypd_cohort = cohort
         with cohort.member() if cohort is not None else nullcontext():
             try:
@@ -191,16 +217,25 @@ def patch_parallel_branches() -> None:
                 # The execution was stopped before the branch began: it ends here, stopped.
         self._branch_worker_comm.on_terminated(env=self.env)
 
+    original_branches_body: Any = BranchesDecl._eval_body
+
+    def branches_body(self: Any, env: Any) -> None:
+        # The pool made here nests its cohort in the one this Parallel's state waits on.
+        with bound(getattr(env, "hypd_cohort", None)):
+            original_branches_body(self, env)
+
     replace(BranchWorkerPool, "__init__", pool_init)
+    replace(BranchesDecl, "_eval_body", branches_body)
 
-    original_open_inner_frame: Any = Environment.open_inner_frame
+    original_inner_frame: Any = Environment.as_inner_frame_of.__func__
 
-    def open_inner_frame(self: Any, *args: Any, **kwargs: Any) -> Any:
-        frame = original_open_inner_frame(self, *args, **kwargs)
-        frame.hypd_cohort = getattr(self, "hypd_cohort", None)
+    def as_inner_frame_of(cls: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+        # Every frame (a task's, a branch's inner ones) waits on its environment's cohort.
+        frame = original_inner_frame(cls, env, *args, **kwargs)
+        frame.hypd_cohort = getattr(env, "hypd_cohort", None)
         return frame
 
-    replace(Environment, "open_inner_frame", open_inner_frame)
+    replace(Environment, "as_inner_frame_of", classmethod(as_inner_frame_of))
     replace(BranchWorker, "_thread_routine", _thread_routine)
 
 ASL_TREES_KEPT = 256

@@ -2,9 +2,10 @@
 
 - ``WaitFunction._wait_interval`` and ``Timestamp._get_wait_seconds``: Wait states advance the
   virtual clock (timestamps compared in UTC, moto compares with local time).
-- ``retrier_decl.time``: Retry back-off sleeps advance the virtual clock; in a Parallel branch
-  (``RetrierDecl._eval_body``, ``_eval_wait_for_task_token`` and Wait states find the branch's
-  cohort on its environment) they wait for the cohort's turn instead (`hypd_local.clock.Cohort`).
+- ``retrier_decl.time``: Retry back-off sleeps advance the virtual clock on the cohort's turn
+  (`hypd_local.clock.Cohort`): a Parallel branch's (``RetrierDecl._eval_body``,
+  ``_eval_wait_for_task_token`` and Wait states find it on the branch's environment), else the
+  running executions' (bound to the execution's thread).
 - ``CallbackEndpoint.wait/notify/interrupt_all`` and ``HeartbeatEndpoint.clear_and_wait/notify``:
   task-token and heartbeat timeouts run in virtual time. A wait behaves like a sleep interrupted
   by callbacks: while an emulator change is scheduled before its deadline, it moves the clock to
@@ -20,7 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hypd_local.clock import Cohort, bound
+from hypd_local.clock import Cohort, bound, current_cohort
 from hypd_local.patches.engine import Engine, VirtualTime, active, poke, replace
 
 if TYPE_CHECKING:
@@ -58,11 +59,12 @@ def patch_waits() -> None:
             return
         if wait_seconds <= 0 or not env.is_running():
             return
-        cohort: Cohort | None = getattr(env, "hypd_cohort", None)
+        cohort: Cohort | None = _cohort(env)
         if cohort is None:
             engine.clock.sleep(wait_seconds)
             return
-        # A Parallel branch: wait for the cohort's turn, or until the execution stops.
+        # Wait for the cohort's turn (a branch's, or the running executions'), or until the
+        # execution stops.
         deadline = engine.clock.now() + datetime.timedelta(seconds=wait_seconds)
         cohort.wait_until(deadline, lambda: not env.is_running())
 
@@ -83,13 +85,20 @@ def patch_waits() -> None:
     original_retry: Any = RetrierDecl._eval_body
 
     def retry_eval_body(self: Any, env: Any) -> None:
-        with bound(getattr(env, "hypd_cohort", None)):  # its back-off sleeps in a branch
+        with bound(_cohort(env)):  # its back-off sleeps on the cohort's turn
             original_retry(self, env)
 
     replace(WaitFunction, "_wait_interval", _wait_interval)
     replace(RetrierDecl, "_eval_body", retry_eval_body)
     replace(Timestamp, "_get_wait_seconds", _get_wait_seconds)
     replace(retrier_decl, "time", VirtualTime())
+
+
+def _cohort(env: Any) -> Cohort | None:
+    """The timeline a state of ``env`` waits on: its Parallel branch's, else the one the thread
+    is bound to (the running executions')."""
+    cohort: Cohort | None = getattr(env, "hypd_cohort", None)
+    return cohort if cohort is not None else current_cohort()
 
 
 def virtual_wait(engine: Engine, seconds: float, done: Callable[[], bool]) -> bool:
@@ -114,7 +123,9 @@ def virtual_wait(engine: Engine, seconds: float, done: Callable[[], bool]) -> bo
         if emulation is not None and due is not None and due < deadline:
             if clock.sleep_until(due, done):  # in a Parallel branch: on the cohort's turn
                 return True
-            emulation.tick(wait=True)  # the ticker thread may have been mid-tick at `due`
+            # The ticker thread may have been mid-tick at `due`: what was due by then is out
+            # once a tick that began at `due` or later has finished.
+            emulation.tick(wait=True, through=due)
             if not engine.activity.wait_quiet(QUIET_KINDS, QUIET_TIMEOUT_SECONDS):
                 LOG.warning(
                     "task-token wait: event deliveries still running after %s s: %s",
@@ -193,7 +204,7 @@ def patch_callbacks() -> None:
     original_token_wait: Any = StateTaskServiceCallback._eval_wait_for_task_token
 
     def wait_for_task_token(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
-        with bound(getattr(env, "hypd_cohort", None)):  # a task-token wait in a branch
+        with bound(_cohort(env)):  # a task-token wait on the cohort's turn
             return original_token_wait(self, env, *args, **kwargs)
 
     replace(StateTaskServiceCallback, "_eval_wait_for_task_token", wait_for_task_token)
