@@ -68,7 +68,7 @@ def _all_at_once(count: int, work: Any) -> list[Any]:
         gate.wait()
         try:
             results[index] = work(index)
-        except Exception as exc:  # noqa: BLE001 - reported as the result
+        except Exception as exc:  # reported as the result
             results[index] = exc
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(count)]
@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     durations = [_duration(o) for o in operations]
     store = Counter({k.split(":", 1)[1]: v for k, v in counters.aws.items()
                      if k.startswith("dynamodb:")})
-    stepfunctions = sum(v for k, v in counters.aws.items() if k.startswith(("states:", "stepfunctions:")))
+    stepfunctions = sum(v for k, v in counters.aws.items()
+                        if k.startswith(("states:", "stepfunctions:")))
     n = max(1, args.creates)
 
     print(f"{args.creates} creates at once (the demo request, a tag each)")

@@ -150,8 +150,8 @@ class Emulation(KubernetesSync, NetworkInterfaceSync):
             now=clock.now,
         )
         self.kube: KubeApiRegistry | None = None
-        # EKS cluster -> joined node name -> the group config HyperPod applied to it
-        self._joined: dict[str, dict[str, GroupConfig]] = {}
+        self._joined: dict[str, dict[str, tuple[GroupConfig, tuple[tuple[str, str], ...],
+                                                bool]]] = {}
         # EKS cluster -> team -> the objects the local cloud made for its compute quota
         self._teams: dict[str, dict[str, set[str]]] = {}
         # EKS cluster -> add-on -> the namespace of its Kubernetes objects
@@ -161,6 +161,8 @@ class Emulation(KubernetesSync, NetworkInterfaceSync):
         self._progress: dict[str, Any] = {}
         self._workload_due: datetime | None = None
         self._interfaces: dict[str, str | None] = {}
+        self._interfaces_seen: tuple[datetime, int, int] | None = None
+        """The clock's time and the emulators' revisions when the interfaces were synced."""
         self._tick_lock = threading.Lock()
         self._ticked_through: datetime | None = None
         """The clock's time when the last finished tick began: everything due by then is out."""
@@ -227,6 +229,7 @@ class Emulation(KubernetesSync, NetworkInterfaceSync):
         self._workload_due = None
         self._ticked_through = None
         self._interfaces.clear()
+        self._interfaces_seen = None
 
     def _tick_forever(self) -> None:
         # The clock also moves with real time; this makes events of a server left alone come due.
@@ -255,7 +258,7 @@ class Emulation(KubernetesSync, NetworkInterfaceSync):
             began = self.clock.now()
             self.eks.tick()
             self.hyperpod.tick()
-            self._sync_interfaces()
+            self._sync_changed_interfaces()
             if self.kube is not None:
                 self._sync_kubernetes(self.kube)
             self._ticked_through = began
@@ -274,10 +277,20 @@ class Emulation(KubernetesSync, NetworkInterfaceSync):
         return min(times, default=None)
 
     def _after_request(self) -> None:
-        """After an emulated request: the interfaces it made or released, then the schedule."""
+        """After an emulated request: the interfaces it made or released (none when neither
+        emulator changed and the clock did not move: most requests are reads), then the
+        schedule."""
         with self._tick_lock:
-            self._sync_interfaces()
+            self._sync_changed_interfaces()
         self.check_schedule()
+
+    def _sync_changed_interfaces(self) -> None:
+        """`_sync_interfaces`, unless nothing it reads changed since the last one (called
+        under the tick lock)."""
+        seen = (self.clock.now(), self.eks.revision, self.hyperpod.revision)
+        if seen != self._interfaces_seen:
+            self._sync_interfaces()
+            self._interfaces_seen = seen
 
     def check_schedule(self) -> None:
         """Bump `schedule_version` and wake the clock's waiters if `next_due` changed.

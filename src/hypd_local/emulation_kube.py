@@ -107,7 +107,9 @@ class KubernetesSync(TeamSync, AddonWorkloadSync, TrainingOperatorSync, Inferenc
     eks: EksEmulator
     hyperpod: HyperPodEmulator
     directory: Directory
-    _joined: dict[str, dict[str, GroupConfig]]
+    _joined: dict[str, dict[str, tuple[GroupConfig, tuple[tuple[str, str], ...], bool]]]
+    """EKS cluster -> joined node -> what was last written to it: its group's config, its
+    labels and readiness (a node whose facts did not change is not written again)."""
     _workload_due: datetime | None
 
     def _sync_kubernetes(self, kube: KubeApiRegistry) -> None:
@@ -189,6 +191,10 @@ class KubernetesSync(TeamSync, AddonWorkloadSync, TrainingOperatorSync, Inferenc
                     "sagemaker.amazonaws.com/compute-type": "hyperpod",
                     HEALTH_LABEL: health,
                 }
+                ready = status == "Running"
+                applied = (config, tuple(sorted(labels.items())), ready)
+                if joined.get(name) == applied:
+                    continue  # nothing HyperPod says of the node changed since the last write
                 if name not in joined:
                     details = self._node_details(cluster["ClusterName"], node["InstanceId"])
                     zone = (details.get("Placement") or {}).get("AvailabilityZone")
@@ -199,15 +205,16 @@ class KubernetesSync(TeamSync, AddonWorkloadSync, TrainingOperatorSync, Inferenc
                                  for kind, key in (("InternalIP", "PrivatePrimaryIp"),
                                                    ("InternalDNS", "PrivateDnsHostname"))
                                  if details.get(key)]
-                    server.join_node(name, labels, config.taints, ready=status == "Running",
+                    server.join_node(name, labels, config.taints, ready=ready,
                                      addresses=addresses)
                 else:
                     # what HyperPod put there and the group no longer declares goes away
-                    dropped = {k: None for k in joined[name].labels if k not in labels}
+                    before = joined[name][0]
+                    dropped = {k: None for k in before.labels if k not in labels}
                     server.update_node(name, labels={**dropped, **labels},
-                                       taints=config.taints, remove_taints=joined[name].taints,
-                                       ready=status == "Running")
-                joined[name] = config
+                                       taints=config.taints, remove_taints=before.taints,
+                                       ready=ready)
+                joined[name] = applied
             for gone in set(joined) - seen:
                 server.remove_node(gone)
                 del joined[gone]

@@ -113,3 +113,36 @@ def test_a_cluster_that_is_not_continuous_lists_no_events() -> None:
     api.create_cluster(**cluster_request())
     clock.advance(hours=1)
     assert listed(api) == []
+
+
+# --- ticks at one time ------------------------------------------------------------------------
+
+def test_reads_change_no_revision_and_a_change_is_ticked_at_the_same_time() -> None:
+    emu, api, clock, events = two_groups_one_short()
+    before = emu.revision
+    api.describe_cluster(ClusterName="hp1")
+    api.list_cluster_nodes(ClusterName="hp1")
+    assert emu.revision == before  # reads: the next tick at this time has nothing to do
+
+    clock.advance(hours=1)
+    api.list_cluster_nodes(ClusterName="hp1")
+    emitted = len(events.of(EVENT))
+    # capacity returns with the clock standing still: the fault hook is a change, so the
+    # missing node launches at once (its Pending event is emitted in this same instant)
+    emu.insufficient_capacity("ml.p5.48xlarge", "us-west-2a", enabled=False)
+    assert emu.revision > before
+    assert len(events.of(EVENT)) == emitted + 1
+    nodes = api.list_cluster_nodes(ClusterName="hp1", InstanceGroupNameContains="gpu")
+    assert [n["InstanceStatus"]["Status"] for n in nodes["ClusterNodeSummaries"]] == ["Pending"]
+
+
+def test_a_change_at_the_same_time_is_seen_by_the_next_read() -> None:
+    emu, api, _clock, events = two_groups_one_short()
+    api.list_cluster_nodes(ClusterName="hp1")
+    node = api.list_cluster_nodes(ClusterName="hp1")["ClusterNodeSummaries"][0]["InstanceId"]
+    # an operation (a fault hook, here) that changes the cluster without the clock moving
+    emu.make_node_unhealthy("hp1", node, "GPU health check failed", "Reboot")
+    detail = api.describe_cluster_node(ClusterName="hp1", NodeId=node)["NodeDetails"]
+    assert detail["InstanceStatus"]["Status"] == "Failure"
+    (health,) = events.of("SageMaker HyperPod Cluster Node Health Event")  # in this instant
+    assert health["InstanceId"] == node

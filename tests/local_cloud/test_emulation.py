@@ -305,6 +305,16 @@ class TestOnTheProjectTemplate:
             assert labels[HEALTH] == "Schedulable"
         selected = api().list_node(label_selector=f"{GROUP}=workers").items
         assert len(selected) == 2
+        # time passing with nothing new about the nodes writes nothing to them
+        def versions() -> dict[str, str]:
+            return {str(n.metadata.name): str(n.metadata.resource_version)
+                    for n in api().list_node(label_selector=f"{GROUP}=workers").items
+                    if n.metadata is not None}
+
+        before = versions()
+        cloud.clock.advance(5 * 60)
+        cloud.clock.advance(5 * 60)
+        assert versions() == before
 
         sick = summaries[0]["InstanceId"]
         assert cloud.emulation is not None

@@ -113,6 +113,7 @@ class EksState(ServiceEmulator):
         while self._timers and self._timers[0][0] <= now:
             due, _, action = heapq.heappop(self._timers)
             action(due)
+            self._changed()
 
     def next_due(self) -> datetime | None:
         """When the earliest scheduled transition strictly after ``clock.now()`` happens, or

@@ -75,6 +75,7 @@ class HyperPodEmulator(HyperPodClusters, HyperPodNodes, HyperPodPlans, HyperPodG
                 self._ice.add((instance_type, zone))
             else:
                 self._ice.discard((instance_type, zone))
+            self._changed()
             self._tick_locked()
 
     def set_durations(

@@ -7,7 +7,8 @@ snake case, taking the validated input dict and returning the output dict, on a 
 - `ServiceEmulator`: the clock, account, Region and partition, the state lock, ARNs;
 - `operation`: runs a public method under the lock, with the emulator's own steps around it
   (HyperPod applies the changes that came due before and after; EKS delivers the events the
-  method queued once the lock is released);
+  method queued once the lock is released), and tells the emulator when a method that may
+  change its state ran (`ServiceEmulator._changed`: every one but the reads);
 - `Injections`: faults aimed at the next request for a name (or for any), consumed in order;
 - `OffsetPages`: offset pagination with opaque tokens, in each service's token format, error
   and member names.
@@ -30,6 +31,9 @@ _S = TypeVar("_S", bound="ServiceEmulator")
 
 DEFAULT_PAGE_SIZE = 100
 
+READS = ("describe_", "list_", "get_", "search_")
+"""The operations (by method-name prefix) that only read: they change no state."""
+
 
 class Clock(Protocol):
     def now(self) -> datetime: ...
@@ -47,6 +51,9 @@ class ServiceEmulator:
         self.region = region
         self.partition = partition_of(region)
         self._lock = threading.RLock()
+        self.revision = 0
+        """How many changes were made: operations other than reads (`operation`), fault
+        hooks, transitions come due. Equal revisions at the same virtual time: equal state."""
 
     def _arn(self, resource: str) -> str:
         """The ARN of one of this service's resources (``cluster/NAME``...)."""
@@ -63,19 +70,29 @@ class ServiceEmulator:
     def _after_release(self) -> None:
         return None
 
+    def _changed(self) -> None:
+        """A method that may have changed the state ran (called under the lock, whether it
+        returned or raised: a failed change may have been partly made)."""
+        self.revision += 1
+
 
 def operation(
     method: Callable[Concatenate[_S, _P], _R],
 ) -> Callable[Concatenate[_S, _P], _R]:
     """Run a public method under the emulator's lock, between the emulator's own steps (see
     `ServiceEmulator._before_operation`)."""
+    reads = method.__name__.startswith(READS)
 
     @functools.wraps(method)
     def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             with self._lock:
                 self._before_operation()
-                result = method(self, *args, **kwargs)
+                try:
+                    result = method(self, *args, **kwargs)
+                finally:
+                    if not reads:
+                        self._changed()
                 self._after_operation()
                 return result
         finally:

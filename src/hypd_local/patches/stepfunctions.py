@@ -227,7 +227,7 @@ def patch_parallel_branches() -> None:
     replace(BranchWorkerPool, "__init__", pool_init)
     replace(BranchesDecl, "_eval_body", branches_body)
 
-    original_inner_frame: Any = Environment.as_inner_frame_of.__func__
+    original_inner_frame: Any = vars(Environment)["as_inner_frame_of"].__func__
 
     def as_inner_frame_of(cls: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
         # Every frame (a task's, a branch's inner ones) waits on its environment's cohort.
