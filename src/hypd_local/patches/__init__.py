@@ -117,6 +117,7 @@ def install() -> None:
         botocore.patch_botocore()
         server.patch_server_dispatch()
         stepfunctions.patch_asl_parser()
+        stepfunctions.patch_json_paths()
         stepfunctions.patch_interpreter_clients()
         cloudformation.patch_cloudformation()
         ec2.patch_ec2()

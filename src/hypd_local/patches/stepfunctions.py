@@ -269,6 +269,24 @@ def patch_asl_parser() -> None:
     replace(parser, "parse", staticmethod(parse))
 
 
+def patch_json_paths() -> None:
+    import functools
+
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    # moto parses a state's JSONPath (InputPath, ResultPath, a Choice's Variable...) every time
+    # the state runs, and jsonpath_ng builds its lexer and parser tables on every parse: a tenth
+    # of a busy cloud's time. A parsed path is only read (`find`, `update`), so one parse per
+    # path string serves every execution.
+    replace(json_path, "parse", functools.lru_cache(maxsize=JSON_PATHS_KEPT)(json_path.parse))
+    replace(result_path, "parse",
+            functools.lru_cache(maxsize=JSON_PATHS_KEPT)(result_path.parse))
+
+
+JSON_PATHS_KEPT = 4096
+
+
 def patch_interpreter_clients() -> None:
     import sys
 
