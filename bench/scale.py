@@ -99,16 +99,20 @@ def main(argv: list[str] | None = None) -> int:
         create_demo_bucket(cloud)
         api = ApiClient(cloud.api_url)
         body = demo_request(api, "lone", DEMO_BUCKET)
+        lone_started = time.monotonic()
         lone = _lone_create(api, cloud, body)
+        lone_wall = time.monotonic() - lone_started
 
         tags = [f"s{i:03d}" for i in range(args.creates)]
         started = time.monotonic()
+        cpu_started = time.process_time()
         with counting(cloud, counters):
             answers = _all_at_once(
                 args.creates, lambda i: api.post("/clusters", dict(body, tag=tags[i])))
             posted = time.monotonic() - started
             cloud.wait_for_executions(timeout=TIMEOUT_SECONDS)
         wall = time.monotonic() - started
+        cpu = time.process_time() - cpu_started
         refused = [a for a in answers if isinstance(a, Exception)]
         operations = [api.get(f"/operations/{a['operationId']}")
                       for a in answers if not isinstance(a, Exception)]
@@ -130,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  wall time: {wall:.1f} s from the first POST to the last execution's end "
           f"(the {args.creates} POSTs answered within {posted:.1f} s); goal {GOAL_SECONDS:.0f} s: "
           f"{'met' if wall <= GOAL_SECONDS else 'NOT met'}")
+    print(f"  CPU time of this process meanwhile: {cpu:.1f} s; a lone create took "
+          f"{lone_wall:.1f} s wall")
     print(f"  SUCCEEDED: {len(succeeded)} of {args.creates}"
           + (f"; refused at POST: {len(refused)} ({refused[0]})" if refused else ""))
     for operation in operations:
@@ -139,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  recorded duration: min {min(durations):.0f} s, median "
               f"{statistics.median(durations):.0f} s, max {max(durations):.0f} s "
               f"(a lone create: {_duration(lone):.0f} s)")
-    print(f"  per create: {sum(store.values()) / n:.1f} DynamoDB calls, "
+    print(f"  per create: {sum(counters.aws.values()) / n:.1f} AWS calls, "
+          f"{sum(store.values()) / n:.1f} DynamoDB calls, "
           f"{sum(counters.lambdas.values()) / n:.1f} Lambda invocations, "
           f"{stepfunctions / n:.1f} Step Functions API calls")
     for action, calls in sorted(store.items(), key=lambda kv: -kv[1]):

@@ -13,6 +13,7 @@ import pytest
 
 from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.demo import follow
+from hypd_local.calls import watch_calls
 from hypd_local.seed import ClusterSeed, seed_clusters
 from tests.e2e.capacity import CLUSTER, TAG, run, stages
 from tests.e2e.teardown import (
@@ -81,9 +82,16 @@ def test_a_full_cluster_is_torn_down_to_nothing(api: ApiClient, cloud: Any) -> N
     assert accepted["kind"] == "delete-cluster"
     again = refused(lambda: api.call("deleteCluster", tag=TAG, force=True))
     assert (again.status, again.code) == (409, "OperationRunning")
-    operation = run(api, cloud, accepted)
+    calls: list[str] = []
+    with watch_calls(lambda call: calls.append(call.action)):
+        operation = run(api, cloud, accepted)
     assert operation["status"] == "SUCCEEDED", operation.get("error")
     assert [s["status"] for s in operation["stages"]] == ["SUCCEEDED"] * len(TEARDOWN_STAGES)
+    # The EKS control plane's interfaces outlive it: the network stage waits them out, then
+    # deletes its stack once (not once per look, each ending DELETE_FAILED on them).
+    (network,) = [e for e in operation["timeline"] if e["stage"] == "network"]
+    assert network["looks"] > 2, network  # it waited for the interfaces, then for the stack
+    assert calls.count("cloudformation:DeleteStack") == 1
 
     # What was deleted is what the plan listed, resource for resource.
     assert deleted_by_stage(operation) == by_stage(forced["steps"])

@@ -267,6 +267,14 @@ def test_the_network_stack_is_delete_failed_while_an_interface_holds_it_then_ret
     subnet = outputs["ControlPlaneSubnetIds"].split(",")[0]
     held = ec2.create_network_interface(SubnetId=subnet, Groups=[outputs["SecurityGroupId"]],
                                         Description="Amazon EKS x")["NetworkInterface"]
+    # The NAT gateway's interface is EC2's: requester-managed, of type nat_gateway
+    (gateway,) = ec2.describe_nat_gateways(Filters=[
+        {"Name": "vpc-id", "Values": [outputs["VpcId"]]}])["NatGateways"]
+    nat = ec2.describe_network_interfaces(NetworkInterfaceIds=[
+        gateway["NatGatewayAddresses"][0]["NetworkInterfaceId"]])["NetworkInterfaces"][0]
+    assert (nat["RequesterManaged"], nat["InterfaceType"], nat["Description"]) == (
+        True, "nat_gateway", f"Interface for NAT Gateway {gateway['NatGatewayId']}")
+    assert held["RequesterManaged"] is False  # one the account made
 
     cfn.delete_stack(StackName=stack)  # accepted: the failure is the stack's status
     described = cfn.describe_stacks(StackName=stack)["Stacks"][0]

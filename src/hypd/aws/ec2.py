@@ -211,6 +211,23 @@ def list_nat_gateways(client: Any, vpc_id: str) -> list[NatGateway]:
     return sorted(gateways, key=lambda g: g.nat_gateway_id)
 
 
+def list_service_interfaces(client: Any, vpc_id: str) -> list[str]:
+    """The network interfaces AWS services hold in the VPC for their resources (RequesterManaged:
+    an EKS control plane's, a HyperPod node's), which they release a few minutes after the
+    resource is gone. Until then the subnets they sit in, and so the VPC, cannot be deleted.
+    A NAT gateway's (InterfaceType ``nat_gateway``) is not among them: it goes with its
+    gateway."""
+    raw = all_pages(
+        client,
+        "describe_network_interfaces",
+        "NetworkInterfaces",
+        f"listing network interfaces of VPC {vpc_id}",
+        Filters=_filters({"vpc-id": vpc_id}),
+    )
+    return sorted(str(i["NetworkInterfaceId"]) for i in raw
+                  if i.get("RequesterManaged") and i.get("InterfaceType") != "nat_gateway")
+
+
 def list_gateway_endpoints(client: Any, vpc_id: str, service_name: str) -> list[VpcEndpoint]:
     """The VPC's gateway endpoints for `service_name` that are not being deleted."""
     raw = all_pages(

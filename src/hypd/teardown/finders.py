@@ -138,7 +138,7 @@ def network_of(cfn: Any, ec2: Any, tag: str, vpc_id: str | None
                 made.append(Resource("RouteTable", table.route_table_id,
                                      detail={"vpcId": vpc_id}))
     found = (Resource("CloudFormationStack", stack.name, stack.stack_id,
-                      {"status": stack.status})
+                      {"status": stack.status, **({"vpcId": vpc_id} if vpc_id else {})})
              if stack is not None and stack.status not in GONE else None)
     return made, found
 

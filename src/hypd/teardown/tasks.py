@@ -88,7 +88,9 @@ def network(services: TeardownServices, where: TeardownInput,
             known: Sequence[Resource], start: bool) -> Look:
     """What the network function made outside the stack (endpoints, compute subnets, their
     route tables), then the stack. Network interfaces HyperPod and EKS made linger a few
-    minutes after them: a DependencyViolation meanwhile is waited out, not fatal."""
+    minutes after them: a DependencyViolation meanwhile is waited out, not fatal, and the
+    stack is deleted once none is left in its VPC (one DeleteStack, not one per look that
+    ends DELETE_FAILED on the interfaces)."""
     cfn, ec2 = services.client("cloudformation"), services.client("ec2")
     made, stack = finders.network_of(cfn, ec2, where.tag, where.vpc_id)
     left: list[Resource] = []
@@ -108,15 +110,23 @@ def network(services: TeardownServices, where: TeardownInput,
                                                         resource.name)
             if not ec2_api.delete_route_table(ec2, resource.name):
                 left.append(resource)
-    reason = "network interfaces of the deleted clusters linger" if left else None
+    reason = LINGERING if left else None
     if stack is not None:
         status = stack.detail.get("status")
         if status == "DELETE_FAILED":
             reason = cfn_api.stack_failure_reason(cfn, stack.name)
-        if not left and status != "DELETE_IN_PROGRESS":
+        vpc_id = stack.detail.get("vpcId")
+        lingering = (ec2_api.list_service_interfaces(ec2, str(vpc_id))
+                     if vpc_id and not left and status != "DELETE_IN_PROGRESS" else [])
+        if lingering:
+            reason = f"{LINGERING}: {', '.join(lingering[:5])}"
+        elif not left and status != "DELETE_IN_PROGRESS":
             cfn_api.delete_stack(cfn, stack.name)
         left.append(stack)
     return Look(left, reason=reason)
+
+
+LINGERING = "network interfaces of the deleted clusters linger"
 
 
 for _stage, _look in (("hyperpod", hyperpod), ("eks", eks), ("storage", storage),

@@ -1,5 +1,6 @@
 """EC2: what a network interface holds cannot be deleted under it; a deleted subnet's
-route-table associations go with it.
+route-table associations go with it; a NAT gateway's interface is EC2's (requester-managed,
+InterfaceType ``nat_gateway``).
 
 moto deletes a subnet or a security group whatever network interfaces are in it (and a VPC
 once its subnets are gone). EC2 refuses with ``DependencyViolation`` while an interface is in
@@ -43,9 +44,25 @@ def drop_associations(backend: Any, subnet_id: str) -> None:
                 del table._associations[association]
 
 
+NAT_INTERFACE = "Interface for NAT Gateway {gateway}"
+"""The description EC2 gives a NAT gateway's interface."""
+
+
 def patch_ec2() -> None:
     from moto.ec2.exceptions import DependencyViolationError
     from moto.ec2.models import EC2Backend
+    from moto.ec2.models.nat_gateways import NatGateway
+
+    nat_init = NatGateway.__init__
+
+    # A NAT gateway's interface is one EC2 makes and manages for the gateway ("Requester-
+    # managed network interfaces", EC2 user guide): moto makes it as if the account had, so a
+    # client that waits for the requester-managed interfaces of a VPC to go would wait for it.
+    def patched_nat_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        nat_init(self, *args, **kwargs)
+        self._eni.requester_managed = True
+        self._eni.interface_type = "nat_gateway"
+        self._eni.description = NAT_INTERFACE.format(gateway=self.id)
 
     delete_subnet = EC2Backend.delete_subnet
     delete_security_group = EC2Backend.delete_security_group
@@ -77,3 +94,4 @@ def patch_ec2() -> None:
     replace(EC2Backend, "delete_subnet", patched_delete_subnet)
     replace(EC2Backend, "delete_security_group", patched_delete_security_group)
     replace(EC2Backend, "delete_vpc", patched_delete_vpc)
+    replace(NatGateway, "__init__", patched_nat_init)
