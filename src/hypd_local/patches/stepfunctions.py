@@ -279,9 +279,9 @@ def patch_json_paths() -> None:
     # the state runs, and jsonpath_ng builds its lexer and parser tables on every parse: a tenth
     # of a busy cloud's time. A parsed path is only read (`find`, `update`), so one parse per
     # path string serves every execution.
-    replace(json_path, "parse", functools.lru_cache(maxsize=JSON_PATHS_KEPT)(json_path.parse))
-    replace(result_path, "parse",
-            functools.lru_cache(maxsize=JSON_PATHS_KEPT)(result_path.parse))
+    for module in (json_path, result_path):
+        parse: Any = vars(module)["parse"]
+        replace(module, "parse", functools.lru_cache(maxsize=JSON_PATHS_KEPT)(parse))
 
 
 JSON_PATHS_KEPT = 4096
