@@ -77,11 +77,12 @@ SFN_PER_TRANSITION = 0.025 / 1000
 LAMBDA_PER_GB_SECOND = 0.0000166667
 LAMBDA_PER_REQUEST = 0.20 / 1_000_000
 # https://aws.amazon.com/dynamodb/pricing/on-demand/ : on-demand after the 1 November 2024
-# reduction (halved from $1.25 / $0.25). Not read on AWS's page here: corroborated by a secondary
-# source (airbyte.com, "DynamoDB pricing", 2025-07-21), so printed as such.
+# reduction (halved from $1.25 / $0.25). AWS's pricing pages render their rates client-side, so
+# they could not be read here: corroborated by secondary sources (airbyte.com, "DynamoDB
+# pricing", 2025-07-21, US East), so printed as such.
 DYNAMODB_PER_WRU = 0.625 / 1_000_000
 DYNAMODB_PER_RRU = 0.125 / 1_000_000
-DYNAMODB_PRICE_NOTE = "corroborated by a secondary source only, AWS's page not read here"
+DYNAMODB_PRICE_NOTE = "from secondary sources: AWS's page renders its rates client-side"
 DYNAMODB_STORAGE_PER_GB_MONTH = 0.25
 DYNAMODB_PITR_PER_GB_MONTH = 0.20
 # https://aws.amazon.com/api-gateway/pricing/ : REST APIs, first 333 million requests a month.
@@ -96,8 +97,9 @@ KMS_KEY_PER_MONTH = 1.00
 # https://aws.amazon.com/secrets-manager/pricing/ : a secret per month.
 SECRET_PER_MONTH = 0.40
 # https://aws.amazon.com/lambda/pricing/ (SnapStart, Python and .NET): the snapshot's cache per
-# GB-second while the version is active (memory size), and each restore per GB. Unverified:
-# from memory of the pricing page, not read here.
+# GB-second while the version is active (memory size), and each restore per GB. The same two
+# rates are quoted by secondary sources (awsnegotiations.com, "Lambda SnapStart cost impact",
+# 2026-05); AWS's page renders its rates client-side and could not be read here.
 SNAPSTART_CACHE_PER_GB_SECOND = 0.0000015046
 SNAPSTART_RESTORE_PER_GB = 0.0001397998
 # The seed's shape: one always-on EC2 instance running the management container.
@@ -387,7 +389,7 @@ def report_idle(items: int, table_bytes: int, memory: dict[str, int]) -> None:
     ]
     for logical_id in snap:
         gib = memory[logical_id] / 1024
-        rows.append((f"SnapStart cache: {logical_id} ({memory[logical_id]} MB, unverified)",
+        rows.append((f"SnapStart cache: {logical_id} ({memory[logical_id]} MB, secondary sources)",
                      f"{gib * seconds:,.0f} GB-s", gib * seconds * SNAPSTART_CACHE_PER_GB_SECOND))
     rows.append(("SQS, SNS, log groups, API, state machines, functions, rules idle",
                  "-", 0.0))
@@ -434,7 +436,7 @@ def main() -> int:
     print(f"\nnot counted: Lambda's own log lines (START/END/REPORT) and the state machines' "
           f"ERROR-level logs (${LOGS_PER_GB}/GB: 1 MB more per operation would be "
           f"${LOGS_PER_GB / 1024:.5f}), SnapStart restores (${SNAPSTART_RESTORE_PER_GB} per GB, "
-          "unverified, once per new execution environment), X-Ray traces, KMS requests, "
+          "secondary sources, once per new execution environment), X-Ray traces, KMS requests, "
           "SNS/SQS (negligible), data transfer; and the cluster's own costs, the same whatever "
           "the control plane: HyperPod instances, the EKS control plane ($0.10/h), FSx, NAT "
           "gateways")
