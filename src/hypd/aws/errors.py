@@ -46,6 +46,7 @@ UNAVAILABLE_CODES = frozenset(
         "ServiceException",
         "ServiceUnavailable",
         "ServiceUnavailableException",
+        "InternalException",  # EventBridge's (PutEvents)
         "RequestTimeout",
         "RequestTimeoutException",
         # IAM: another change to the same entity is in progress; the next attempt succeeds.
