@@ -134,6 +134,10 @@ class Stack(FunctionBuilders):
         "AWS::KMS::Key": StackPlanners._plan_key,
         "AWS::CloudWatch::Alarm": StackPlanners._plan_alarm,
         "AWS::CloudWatch::Dashboard": StackPlanners._plan_dashboard,
+        # The schema registry: planned so that references resolve, not made (nothing here
+        # reads a registry; the tests check events against the schema files themselves).
+        "AWS::EventSchemas::Registry": StackPlanners._plan_schema_registry,
+        "AWS::EventSchemas::Schema": StackPlanners._plan_schema,
         # An email subscription to a topic: accepted, not made (nobody could confirm it).
         "AWS::SNS::Subscription": StackPlanners._plan_policy,
         # Permissions: accepted, not enforced (moto does not enforce IAM either by default).

@@ -153,6 +153,23 @@ class StackPlanners(StackBase):
         name = self._name(logical_id, "DashboardName", 255)
         return Resource(logical_id, self._raw[logical_id]["Type"], name)
 
+    def _plan_schema_registry(self, logical_id: str) -> Resource:
+        # Ref is the registry's ARN; GetAtt RegistryName and RegistryArn, as on AWS.
+        name = self._name(logical_id, "RegistryName", 64)
+        arn = self._arn("schemas", f"registry/{name}")
+        return Resource(logical_id, self._raw[logical_id]["Type"], arn,
+                        {"RegistryArn": arn, "RegistryName": name})
+
+    def _plan_schema(self, logical_id: str) -> Resource:
+        # Ref is the schema's ARN (schema/<registry>/<name>); GetAtt SchemaArn, SchemaName.
+        where = f"Resources.{logical_id}.Properties"
+        registry = scalar_str(self._resolve_prop(logical_id, "RegistryName"),
+                              f"{where}.RegistryName")
+        name = self._name(logical_id, "SchemaName", 385)
+        arn = self._arn("schemas", f"schema/{registry}/{name}")
+        return Resource(logical_id, self._raw[logical_id]["Type"], arn,
+                        {"SchemaArn": arn, "SchemaName": name, "SchemaVersion": "1"})
+
     def _plan_policy(self, logical_id: str) -> Resource:
         # Resource-based policies and Lambda permissions are not evaluated (a same-account
         # caller is authorised by its identity policies, docs/iam.md); the resource exists to

@@ -320,6 +320,41 @@ def test_resources_with_a_false_condition_are_skipped(tmp_path: Path) -> None:
     assert "Table" in Stack(template, parameters={"Enabled": "yes"}).tables
 
 
+def test_a_schema_registry_and_its_schemas_are_planned_and_resolve(tmp_path: Path) -> None:
+    template = write_template(
+        tmp_path,
+        """
+        Resources:
+          Registry:
+            Type: AWS::EventSchemas::Registry
+            Properties: {RegistryName: !Sub "${AWS::StackName}-events"}
+          Schema:
+            Type: AWS::EventSchemas::Schema
+            Properties:
+              RegistryName: !GetAtt Registry.RegistryName
+              SchemaName: hypd@Thing
+              Type: JSONSchemaDraft4
+              Content: '{"type": "object"}'
+          Fn:
+            Type: AWS::Serverless::Function
+            Properties:
+              CodeUri: fn
+              Handler: app.handler
+              Environment:
+                Variables: {REGISTRY: !Ref Registry, SCHEMA: !Ref Schema,
+                            NAME: !GetAtt Schema.SchemaName}
+        """,
+        FUNCTION_FILES,
+    )
+
+    stack = Stack(template, region="eu-west-1", stack_name="fx")
+
+    assert stack.warnings == []
+    assert stack.refs()["Registry"] == "arn:aws:schemas:eu-west-1:123456789012:registry/fx-events"
+    assert stack.refs()["Schema"] == (
+        "arn:aws:schemas:eu-west-1:123456789012:schema/fx-events/hypd@Thing")
+
+
 def test_monitoring_resources_are_planned_and_resolve(tmp_path: Path) -> None:
     template = write_template(
         tmp_path,

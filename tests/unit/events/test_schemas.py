@@ -34,3 +34,16 @@ def test_the_sample_validates_and_a_changed_one_does_not(detail_type: str) -> No
     missing = {**sample, "detail": {k: v for k, v in sample["detail"].items()
                                     if k != "eventId"}}
     assert list(validator(detail_type).iter_errors(missing))
+
+
+def test_the_template_registers_each_schema_as_checked_in() -> None:
+    from hypd_local.template import read_template, resources_of_type
+
+    template = read_template(EVENTS.parent / "template.yaml")
+    registered = {json.loads(props["Content"])["title"]: props
+                  for props in (r["Properties"] for r in resources_of_type(
+                      template, "AWS::EventSchemas::Schema").values())}
+    assert set(registered) == set(DETAILS)
+    for detail_type, props in registered.items():
+        assert props["Type"] == "JSONSchemaDraft4"
+        assert json.loads(props["Content"]) == json.loads(schema_file(detail_type).read_text())
