@@ -31,22 +31,20 @@ class Refused:
 
 
 def put_events(client: Any, bus: str, entries: Sequence[Entry]) -> list[Refused]:
-    """Put ``entries`` on ``bus`` in requests of 10; returns the entries EventBridge refused
-    one by one (a request that fails as a whole raises, translated)."""
-    refused: list[Refused] = []
-    for start in range(0, len(entries), MAX_ENTRIES):
-        batch = list(entries[start:start + MAX_ENTRIES])
-        requests = [_request(e, bus) for e in batch]
-        answer: dict[str, Any] = translated(
-            lambda: client.put_events(Entries=requests),  # noqa: B023 - called at once
-            f"putting {len(batch)} event(s) on bus {bus}")
-        if not answer.get("FailedEntryCount"):
-            continue
-        for entry, result in zip(batch, answer.get("Entries") or [], strict=False):
-            if result.get("ErrorCode"):
-                refused.append(Refused(entry, str(result["ErrorCode"]),
-                                       str(result.get("ErrorMessage", ""))))
-    return refused
+    """Put up to ten ``entries`` on ``bus`` in one request; returns the entries EventBridge
+    refused one by one (a request that fails as a whole raises, translated). The caller
+    batches: it knows which of its records a failure stops at."""
+    if not 0 < len(entries) <= MAX_ENTRIES:
+        raise ValueError(f"PutEvents takes 1 to {MAX_ENTRIES} entries, not {len(entries)}")
+    requests = [_request(e, bus) for e in entries]
+    answer: dict[str, Any] = translated(
+        lambda: client.put_events(Entries=requests),
+        f"putting {len(entries)} event(s) on bus {bus}")
+    if not answer.get("FailedEntryCount"):
+        return []
+    return [Refused(entry, str(result["ErrorCode"]), str(result.get("ErrorMessage", "")))
+            for entry, result in zip(entries, answer.get("Entries") or [], strict=False)
+            if result.get("ErrorCode")]
 
 
 def _request(entry: Entry, bus: str) -> dict[str, Any]:

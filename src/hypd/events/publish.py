@@ -21,8 +21,8 @@ from hypd.events.derive import derive
 LOG = logging.getLogger(__name__)
 
 Put = Callable[[Sequence[Entry]], list[Refused]]
-"""Puts up to ten entries on the bus; returns the ones EventBridge refused (raises when the
-request fails as a whole)."""
+"""Puts up to ten entries on the bus in one request (`hypd.aws.eventbridge.put_events` with
+its client and bus); returns the ones EventBridge refused, raises when the request fails."""
 
 
 def publish(records: Sequence[Mapping[str, Any]], put: Put, source: str) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def publish(records: Sequence[Mapping[str, Any]], put: Put, source: str) -> dict
             LOG.warning("putting events failed; retrying from record %s: %s", chunk[0][0], exc)
             return _retry_from(chunk[0][0])
         if refused:
-            first = next(seq for seq, entry in chunk if entry == refused[0].entry)
+            first = next(seq for seq, entry in chunk if entry is refused[0].entry)
             LOG.warning("EventBridge refused an event (%s: %s); retrying from record %s",
                         refused[0].code, refused[0].message, first)
             return _retry_from(first)

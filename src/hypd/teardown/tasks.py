@@ -84,6 +84,10 @@ def storage(services: TeardownServices, where: TeardownInput,
     return Look(left)
 
 
+LINGERING = "network interfaces of the deleted clusters linger"
+"""Why the network stage waits while AWS services still hold interfaces in the VPC."""
+
+
 def network(services: TeardownServices, where: TeardownInput,
             known: Sequence[Resource], start: bool) -> Look:
     """What the network function made outside the stack (endpoints, compute subnets, their
@@ -124,9 +128,6 @@ def network(services: TeardownServices, where: TeardownInput,
             cfn_api.delete_stack(cfn, stack.name)
         left.append(stack)
     return Look(left, reason=reason)
-
-
-LINGERING = "network interfaces of the deleted clusters linger"
 
 
 for _stage, _look in (("hyperpod", hyperpod), ("eks", eks), ("storage", storage),

@@ -79,12 +79,12 @@ def test_a_failure_answers_the_first_record_not_published(bus: FakeBus,
     assert len(bus.requests) == 2  # nothing after the failure is tried
 
 
-def test_the_adapter_sends_json_detail_and_returns_refused_entries() -> None:
+def test_the_adapter_sends_one_request_of_json_details_and_returns_refused_entries() -> None:
     events = boto3.client("events", region_name="us-west-2", aws_access_key_id="x",
                           aws_secret_access_key="x")
     entries = [Entry("hypd", OPERATION_STATE_CHANGE, {"status": "RUNNING", "n": i},
                      ("arn:aws:states:us-west-2:123456789012:execution:x:y",) if i else ())
-               for i in range(12)]
+               for i in range(10)]
     with Stubber(events) as stub:
         stub.add_response("put_events", {"FailedEntryCount": 1, "Entries": [
             {"EventId": "a"}, {"ErrorCode": "InternalFailure", "ErrorMessage": "retry"},
@@ -93,7 +93,8 @@ def test_the_adapter_sends_json_detail_and_returns_refused_entries() -> None:
                  "Detail": f'{{"n":{i},"status":"RUNNING"}}', "EventBusName": "default",
                  **({"Resources": list(entries[i].resources)} if i else {})}
                 for i in range(10)]})
-        stub.add_response("put_events", {"FailedEntryCount": 0,
-                                         "Entries": [{"EventId": "b"}, {"EventId": "c"}]})
         refused = put_events(events, "default", entries)
+        stub.assert_no_pending_responses()
     assert refused == [Refused(entries[1], "InternalFailure", "retry")]
+    with pytest.raises(ValueError, match="1 to 10 entries, not 11"):
+        put_events(events, "default", [*entries, entries[0]])
