@@ -70,6 +70,9 @@ def test_an_unhealthy_node_is_recorded_notified_and_replaced_under_a_replace_pol
     assert policy["policy"] == {"action": "replace", "maxActionsPerHour": 2,
                                 "nodeCooldownMinutes": 60}
     sick, well = nodes(api)
+    # what the create still delivers (its execution's end reaches the events function, which
+    # reports the cluster's health) is over before the metrics of this test are read
+    cloud.wait_for_executions(timeout=120)
     capfd.readouterr()
 
     make_unhealthy(cloud, sick)
@@ -196,6 +199,7 @@ def test_an_event_storm_cannot_churn_the_cluster(
              body={"action": "replace", "maxActionsPerHour": 2, "nodeCooldownMinutes": 60})
     inbox = subscribe(cloud)
     targets = nodes(api)
+    cloud.wait_for_executions(timeout=120)  # the create's deliveries are over
     capfd.readouterr()
 
     storm, malformed = 300, 25
