@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hypd_cli.api_client import ApiClient
+from tests.published_events import check_published_events
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,6 +31,8 @@ def cloud(request: pytest.FixtureRequest) -> Iterator[object]:
     with LocalCloud(template, parameters=local_parameters(template), clock=clock) as running:
         yield running
         running.wait_for_executions(timeout=60)
+        # What hypd published matches what its records say (tests/published_events.py).
+        check_published_events(running, ApiClient(running.api_url))
 
 
 @pytest.fixture

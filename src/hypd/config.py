@@ -176,6 +176,20 @@ class EventSettings(FunctionSettings):
     service_name: str = Field(default="hypd-cluster-events", alias="POWERTOOLS_SERVICE_NAME")
 
 
+class PublisherSettings(FunctionSettings):
+    """The events publisher (the table's stream -> hypd's events on the bus)."""
+
+    event_bus_name: str = Field(default="default", alias="EVENT_BUS_NAME", min_length=1)
+    event_source: str = Field(default="hypd", alias="EVENT_SOURCE", min_length=1)
+
+    @field_validator("event_source")
+    @classmethod
+    def _not_aws(cls, value: str) -> str:
+        if value.startswith("aws."):
+            raise ValueError("a source beginning with 'aws.' is reserved for AWS services")
+        return value
+
+
 class DiscoverSettings(FunctionSettings):
     """The discover operation's tasks."""
 

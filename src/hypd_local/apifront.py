@@ -153,10 +153,13 @@ class ApiFront:
     def _local(self, request: Request) -> Response:
         handler = self._admin.get((request.method.upper(), request.path))
         if handler is not None:
+            data = request.get_data()
             try:
-                body = json.loads(request.get_data() or b"null")
+                body = json.loads(data or b"null")
             except ValueError:
                 return _json(400, {"message": "the body is not JSON"})
+            if not data and request.method.upper() == "GET" and request.args:
+                body = request.args.to_dict()  # a GET endpoint's query (`/_local/events`)
             status, payload = handler(body)
             return _json(status, payload)
         if any(path == request.path for _, path in self._admin):

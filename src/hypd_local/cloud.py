@@ -44,9 +44,11 @@ from hypd_local.eventbus import (
     DeliveryFailure,
     EventDelivery,
 )
+from hypd_local.eventlog import EventLog
 from hypd_local.iam.enforce import Authorization
 from hypd_local.lambdas import Invocation, LambdaRuntime
 from hypd_local.provision import provision
+from hypd_local.streams import StreamDelivery, StreamFailure
 from hypd_local.template import DEFAULT_ACCOUNT_ID, Stack
 
 LOG = logging.getLogger(__name__)
@@ -106,6 +108,8 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         self._template_edit = template_edit
         self.clock = clock or VirtualClock()
         self.activity = Activity()
+        self.event_log = EventLog()
+        """Every event the buses received (`hypd_local.eventlog`)."""
 
         self._started = False
         self._stopping = False
@@ -116,6 +120,7 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         self._lambdas: LambdaRuntime | None = None
         self._delivery: EventDelivery | None = None
         self._invoker: AsyncInvoker | None = None
+        self._streams: StreamDelivery | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._saved_env: dict[str, str | None] = {}
         self._clients: dict[str, Any] = {}
@@ -189,6 +194,16 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         self.emulation.start(sts_endpoint=self.aws_endpoint)
         self._use_virtual_time_in_domain()
         provision(self._stack, self.client, self.emulation.directory)
+        self._streams = StreamDelivery(
+            mappings=list(self._stack.stream_mappings.values()),
+            lambdas=self._lambdas,
+            activity=self.activity,
+            executor=self._executor,
+            clock=self.clock,
+            records=_stream_records(self.account_id, self.region),
+            client=self.client,
+            region=self.region,
+        )
         self._lambdas.warm()
         api = self._choose_api()
         if api is not None:
@@ -226,6 +241,7 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         self._restore_domain_time()
         if self._lambdas is not None:
             self._lambdas.close()
+        self._streams = None
         self._clients.clear()
         self._stop_moto()
         _reset_moto()
@@ -266,6 +282,11 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
     def delivery_failures(self) -> list[DeliveryFailure]:
         """EventBridge deliveries to Lambda/Step Functions targets that failed, in order."""
         return self.delivery.failures
+
+    @property
+    def stream_failures(self) -> list[StreamFailure]:
+        """Stream batches a mapping gave up after its retries, in order."""
+        return self._streams.failures if self._streams is not None else []
 
     @property
     def async_failures(self) -> list[AsyncFailure]:
@@ -394,6 +415,7 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
             ("GET", "/_local/info"): info,
             ("GET", "/_local/clock"): now,
             ("POST", "/_local/clock/advance"): advance,
+            ("GET", "/_local/events"): self.event_log.admin_route,
         }
         routes.update(admin_routes(self.faults))
         if self.emulation is not None:
@@ -414,3 +436,15 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
             LOG.warning("the template has several APIs (%s); serving %s", ", ".join(apis),
                         next(iter(apis)))
         return next(iter(apis.values()))
+
+
+def _stream_records(account_id: str, region: str) -> Callable[[str], tuple[str, list[Any]]]:
+    """``records(table)``: the id and records of a table's stream shard in moto."""
+
+    def records(table_name: str) -> tuple[str, list[Any]]:
+        from moto.dynamodb.models import dynamodb_backends
+
+        shard = dynamodb_backends[account_id][region].get_table(table_name).stream_shard
+        return (shard.id, shard.items) if shard is not None else ("", [])
+
+    return records

@@ -22,6 +22,7 @@ from hypd_local.eventbus import (
 from hypd_local.iam.enforce import current_caller
 from hypd_local.iam.stacks import StackResource, stack_calls
 from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
+from hypd_local.streams import StreamDelivery
 from hypd_local.template import FunctionSpec
 
 LOG = logging.getLogger("hypd_local.cloud")
@@ -37,6 +38,7 @@ class EngineCallbacks:
     _lambdas: LambdaRuntime | None
     _delivery: EventDelivery | None
     _invoker: AsyncInvoker | None
+    _streams: StreamDelivery | None
     _executor: ThreadPoolExecutor | None
     _executions: dict[str, Any]
     _executions_cond: threading.Condition
@@ -79,6 +81,11 @@ class EngineCallbacks:
             executor.submit(run)
         except RuntimeError:
             self.activity.end("invoke", token)
+
+    def stream_written(self, table_name: str) -> None:
+        """A table's stream got a record: its event source mappings read on."""
+        if self._streams is not None and not self._stopping:
+            self._streams.notify(table_name)
 
     def execution_started(self, execution: Any) -> None:
         if execution is None:

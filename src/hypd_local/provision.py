@@ -18,6 +18,7 @@ from typing import Any
 from hypd_local.iam.policy import Request, decide, trusts
 from hypd_local.iam.principals import Directory
 from hypd_local.intrinsics import TemplateError
+from hypd_local.streams import mapping_refusal
 from hypd_local.template import Stack
 
 LOG = logging.getLogger(__name__)
@@ -64,6 +65,10 @@ def provision(stack: Stack, client: ClientFactory, directory: Directory | None =
                 TableName=table.name,
                 PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
             )
+        if table.stream_arn:
+            _fix_stream_label(table.name, table.stream_arn)
+            stream = dynamodb.describe_table(TableName=table.name)["Table"].get("LatestStreamArn")
+            _check(table.logical_id, "stream ARN", table.stream_arn, stream)
 
     lambda_ = client("lambda")
     for layer in stack.layers.values():
@@ -101,6 +106,13 @@ def provision(stack: Stack, client: ClientFactory, directory: Directory | None =
             lambda_.put_function_event_invoke_config(
                 FunctionName=function.name, **function.async_config.to_api()
             )
+
+    for mapping in stack.stream_mappings.values():
+        function = stack.functions[mapping.function_logical_id]
+        refusal = (mapping_refusal(mapping, function, directory) if directory is not None
+                   else None)
+        if refusal is not None:
+            raise TemplateError(f"{mapping.logical_id}: {refusal}")
 
     sfn = client("stepfunctions")
     for machine in stack.state_machines.values():
@@ -179,6 +191,16 @@ def _provision_api_logging(stack: Stack, apigateway: Any, directory: Directory |
                 "in account settings to enable logging (a fresh account has none: declare an "
                 "AWS::ApiGateway::Account with a CloudWatchRoleArn and make the API depend "
                 "on it)")
+
+
+def _fix_stream_label(table_name: str, stream_arn: str) -> None:
+    """Give the new stream the label the stack planned (AWS's is the time it was enabled, so
+    no template can know it; the local cloud fixes it, so references resolve at planning)."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    parts = stream_arn.split(":")
+    table = dynamodb_backends[parts[4]][parts[3]].get_table(table_name)
+    table.latest_stream_label = stream_arn.rsplit("/", 1)[1]
 
 
 def _check_assumable(stack: Stack, logical_id: str, role_arn: str,

@@ -7,8 +7,8 @@ real transform's output for template.yaml, so a change of SAM's behaviour, or of
 that this module does not follow fails there.
 
 - A function: trusts ``lambda.amazonaws.com``; ``AWSLambdaBasicExecutionRole``, plus
-  ``AWSXrayWriteOnlyAccess`` with ``Tracing: Active`` and ``AWSLambdaVPCAccessExecutionRole``
-  with a ``VpcConfig``; an inline policy for each ``EventInvokeConfig`` destination
+  ``AWSXrayWriteOnlyAccess`` with ``Tracing: Active``, ``AWSLambdaVPCAccessExecutionRole``
+  with a ``VpcConfig`` and ``AWSLambdaDynamoDBExecutionRole`` with a ``DynamoDB`` event; an inline policy for each ``EventInvokeConfig`` destination
   (``<Fn>EventInvokeConfig<OnFailure|OnSuccess><Type>Policy``) and for a ``DeadLetterQueue``;
   then ``<Fn>RolePolicy<i>`` for each entry of ``Policies`` (a managed policy name or ARN goes
   to the managed policies instead).
@@ -27,6 +27,7 @@ from hypd_local.intrinsics import TemplateError, is_intrinsic
 
 LAMBDA_BASIC = "service-role/AWSLambdaBasicExecutionRole"
 LAMBDA_VPC = "service-role/AWSLambdaVPCAccessExecutionRole"
+LAMBDA_DYNAMODB = "service-role/AWSLambdaDynamoDBExecutionRole"
 XRAY = "AWSXrayWriteOnlyAccess"
 
 
@@ -143,6 +144,9 @@ def function_role(logical_id: str, props: Mapping[str, Any], partition: str,
         managed.append(managed_arn(partition, XRAY))
     if props.get("VpcConfig"):
         managed.append(managed_arn(partition, LAMBDA_VPC))
+    events = props.get("Events") or {}
+    if any(isinstance(e, dict) and e.get("Type") == "DynamoDB" for e in events.values()):
+        managed.append(managed_arn(partition, LAMBDA_DYNAMODB))
     inline: list[tuple[str, Any]] = []
     destinations = (props.get("EventInvokeConfig") or {}).get("DestinationConfig") or {}
     for condition in ("OnSuccess", "OnFailure"):

@@ -11,6 +11,9 @@ from hypd_local.intrinsics import TemplateError, scalar_str
 from hypd_local.template_specs import Resource
 from hypd_local.template_stack import _IMPLICIT_API, StackBase, _stable_id
 
+STREAM_LABEL = "2026-01-01T00:00:00.000"
+"""The label of every table stream the local cloud makes (AWS's is the time it was enabled)."""
+
 
 class StackPlanners(StackBase):
     """One ``_plan_<type>`` per resource type (`hypd_local.template.Stack._planners`)."""
@@ -18,7 +21,13 @@ class StackPlanners(StackBase):
     def _plan_table(self, logical_id: str) -> Resource:
         name = self._name(logical_id, "TableName", 255)
         arn = self._arn("dynamodb", f"table/{name}")
-        return Resource(logical_id, self._raw[logical_id]["Type"], name, {"Arn": arn})
+        attributes = {"Arn": arn}
+        stream = self._props(logical_id).get("StreamSpecification")
+        if isinstance(stream, dict) and stream.get("StreamViewType"):
+            # A stream's label is the time it was enabled; the local cloud fixes it when it
+            # plans, so StreamArn resolves before the table exists (provision makes it so).
+            attributes["StreamArn"] = f"{arn}/stream/{STREAM_LABEL}"
+        return Resource(logical_id, self._raw[logical_id]["Type"], name, attributes)
 
     def _plan_function(self, logical_id: str) -> Resource:
         name = self._name(logical_id, "FunctionName", 64)
@@ -215,6 +224,14 @@ class StackPlanners(StackBase):
                     self._add_generated(
                         self._queue_resource(queue_id, queue_name, "AWS::SQS::Queue", by=owner)
                     )
+            elif etype == "DynamoDB" and kind == "function":
+                # SAM makes an AWS::Lambda::EventSourceMapping named <Function><EventId>;
+                # Ref is its UUID.
+                mapping_id = f"{owner}{event_id}"
+                self._add_generated(Resource(
+                    mapping_id, "AWS::Lambda::EventSourceMapping",
+                    str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.stack_name}/{mapping_id}")),
+                    generated_by=owner))
             elif etype == "Api":
                 props = event.get("Properties") or {}
                 if "RestApiId" not in props and _IMPLICIT_API not in self._planned:

@@ -16,6 +16,7 @@ from hypd_local.template_specs import (
     QueueSpec,
     RouteSpec,
     RuleSpec,
+    StreamMappingSpec,
     TableSpec,
     TargetSpec,
     TopicSpec,
@@ -85,6 +86,7 @@ class ResourceBuilders(StackPlanners):
             args,
             ttl_attribute=ttl.get("AttributeName") if ttl.get("Enabled") else None,
             point_in_time_recovery=bool(pitr.get("PointInTimeRecoveryEnabled", False)),
+            stream_arn=res.attributes.get("StreamArn"),
         )
 
     def _build_queue(self, logical_id: str) -> None:
@@ -206,6 +208,8 @@ class ResourceBuilders(StackPlanners):
             props = self.resolve(event.get("Properties") or {}, where)
             if etype in ("EventBridgeRule", "CloudWatchEvent", "Schedule", "ScheduleV2"):
                 self._build_event_rule(owner, owner_arn, event_id, etype, props, target_kind, where)
+            elif etype == "DynamoDB" and target_kind == "Lambda":
+                self._build_stream_mapping(owner, event_id, props, where)
             elif etype == "Api":
                 if target_kind != "Lambda":
                     self._warn(f"{where}: Api events of state machines are not emulated; ignored")
@@ -274,4 +278,52 @@ class ResourceBuilders(StackPlanners):
             state=str(state),
             targets=(target,),
             description=str(props.get("Description", "")),
+        )
+
+    def _build_stream_mapping(self, owner: str, event_id: str, props: dict[str, Any],
+                              where: str) -> None:
+        """A SAM ``Type: DynamoDB`` event: the mapping Lambda reads the table's stream with."""
+        stream = scalar_str(props.get("Stream"), f"{where}.Stream")
+        table = next((spec for spec in self.tables.values() if spec.stream_arn == stream), None)
+        if table is None:
+            table_id = next((r.logical_id for r in self._planned.values()
+                             if r.attributes.get("StreamArn") == stream), None)
+            if table_id is None:
+                raise TemplateError(f"{where}.Stream: {stream!r} is not the StreamArn of a "
+                                    "table of this template with a StreamSpecification")
+        else:
+            table_id = table.logical_id
+        position = str(props.get("StartingPosition", ""))
+        if position not in ("TRIM_HORIZON", "LATEST"):
+            raise TemplateError(f"{where}.StartingPosition: TRIM_HORIZON or LATEST is required "
+                                "for a DynamoDB stream")
+        batch_size = int(props.get("BatchSize", 100))
+        if not 1 <= batch_size <= 10000:
+            raise TemplateError(f"{where}.BatchSize: 1 to 10000, not {batch_size}")
+        retries = int(props.get("MaximumRetryAttempts", -1))
+        if not -1 <= retries <= 10000:
+            raise TemplateError(f"{where}.MaximumRetryAttempts: -1 to 10000, not {retries}")
+        age = int(props.get("MaximumRecordAgeInSeconds", -1))
+        if age != -1 and not 60 <= age <= 604800:
+            raise TemplateError(f"{where}.MaximumRecordAgeInSeconds: -1 or 60 to 604800, "
+                                f"not {age}")
+        types = list(props.get("FunctionResponseTypes") or [])
+        if any(kind != "ReportBatchItemFailures" for kind in types):
+            raise TemplateError(f"{where}.FunctionResponseTypes: only ReportBatchItemFailures")
+        on_failure = ((props.get("DestinationConfig") or {}).get("OnFailure") or {}).get(
+            "Destination")
+        self.stream_mappings[f"{owner}{event_id}"] = StreamMappingSpec(
+            logical_id=f"{owner}{event_id}",
+            function_logical_id=owner,
+            stream_arn=stream,
+            table_logical_id=table_id,
+            batch_size=batch_size,
+            starting_position=position,
+            maximum_retry_attempts=retries,
+            maximum_record_age_seconds=age,
+            bisect_on_error=bool(props.get("BisectBatchOnFunctionError", False)),
+            report_item_failures=bool(types),
+            on_failure=scalar_str(on_failure, f"{where}.DestinationConfig.OnFailure")
+            if on_failure is not None else None,
+            enabled=bool(props.get("Enabled", True)),
         )

@@ -30,6 +30,28 @@ class TableSpec:
     """Keyword arguments of dynamodb.create_table (TableName included)."""
     ttl_attribute: str | None = None
     point_in_time_recovery: bool = False
+    stream_arn: str | None = None
+    """The stream's ARN (its label planned, so references resolve before the table exists)."""
+
+
+@dataclass(frozen=True)
+class StreamMappingSpec:
+    """A function's DynamoDB stream event source mapping (SAM ``Type: DynamoDB``): how Lambda
+    reads the stream and hands its records to the function (`hypd_local.streams`)."""
+
+    logical_id: str
+    function_logical_id: str
+    stream_arn: str
+    table_logical_id: str
+    batch_size: int = 100
+    starting_position: str = "LATEST"
+    maximum_retry_attempts: int = -1
+    """-1: retried until the records expire."""
+    maximum_record_age_seconds: int = -1
+    bisect_on_error: bool = False
+    report_item_failures: bool = False
+    on_failure: str | None = None
+    enabled: bool = True
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from hypd_local.template_specs import (
     RouteSpec,
     RuleSpec,
     StateMachineSpec,
+    StreamMappingSpec,
     TableSpec,
     TopicSpec,
 )
@@ -125,6 +126,7 @@ class StackBase:
         )
 
         self.tables: dict[str, TableSpec] = {}
+        self.stream_mappings: dict[str, StreamMappingSpec] = {}
         self.layers: dict[str, LayerSpec] = {}
         self.roles: dict[str, RoleSpec] = {}
         self.managed_policies: dict[str, ManagedPolicySpec] = {}

@@ -84,7 +84,9 @@ def get_operation(operation_id: OperationId) -> OperationView:
         "{operationId}-r{n} of its state machine resumes at the first stage that has not "
         "succeeded: succeeded stages are never repeated; the others go back to PENDING "
         "with their attempts kept and their errors cleared. The error that ended the "
-        "previous attempt, its failed stage and execution are kept in `retries`. Answers "
+        "previous attempt, its failed stage and execution are kept in `retries`. With "
+        "maxRetries=N, an operation already retried N times is a 409 RetryLimitReached "
+        "(the bound an automation, such as an EventBridge rule, retries within). Answers "
         "202 with the operation."
     ),
     operation_id="retryOperation",
@@ -98,9 +100,12 @@ def get_operation(operation_id: OperationId) -> OperationView:
         503: ERROR_RESPONSES[503],
     },
 )
-def retry_operation(operation_id: OperationId) -> OperationView:
+def retry_operation(
+    operation_id: OperationId,
+    max_retries: Annotated[int | None, Query(alias="maxRetries", ge=0, le=100)] = None,
+) -> OperationView:
     logger().set_correlation_id(operation_id)
-    operation = services().starter.restart(operation_id)
+    operation = services().starter.restart(operation_id, max_retries)
     metrics().add_metric(name="OperationRetried", unit=MetricUnit.Count, value=1)
     logger().info(
         "operation retried",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from hypd.aws.errors import translated
@@ -19,6 +20,7 @@ class Entry:
     detail_type: str
     detail: dict[str, Any]
     resources: tuple[str, ...] = ()
+    time: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -56,4 +58,6 @@ def _request(entry: Entry, bus: str) -> dict[str, Any]:
     }
     if entry.resources:
         request["Resources"] = list(entry.resources)
+    if entry.time is not None:
+        request["Time"] = entry.time
     return request

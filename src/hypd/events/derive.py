@@ -61,7 +61,8 @@ def _operation(old: Image | None, new: Image) -> list[Event]:
         if after.error is not None else None,
         links=_links(operation_id=after.id, tag=after.cluster_tag),
     )
-    return [Event.of(detail, [after.execution_arn] if after.execution_arn else [])]
+    return [Event.of(detail, [after.execution_arn] if after.execution_arn else [],
+                     after.updated_at)]
 
 
 def _stage(operation: Operation) -> str | None:
@@ -88,7 +89,7 @@ def _cluster(old: Image | None, new: Image) -> list[Event]:
         links=_links(operation_id=after.last_operation_id, tag=after.tag),
     )
     arn = after.hyperpod.arn if after.hyperpod is not None else None
-    return [Event.of(detail, [arn] if arn else [])]
+    return [Event.of(detail, [arn] if arn else [], after.updated_at)]
 
 
 def _node(old: Image | None, new: Image) -> list[Event]:
@@ -112,7 +113,7 @@ def _node(old: Image | None, new: Image) -> list[Event]:
         if repaired and taken is not None else None,
         links=_links(tag=after.tag, node=after.node_id),
     )
-    return [Event.of(detail)]
+    return [Event.of(detail, time=after.updated_at)]
 
 
 def _links(*, operation_id: str | None = None, tag: str | None = None,

@@ -93,12 +93,20 @@ class Event:
     detail_type: str
     detail: dict[str, Any]
     resources: list[str] = field(default_factory=list)
+    time: str | None = None
+    """When the transition was recorded (the record's update time, ISO 8601): the event's
+    ``time`` on the bus, the same on every delivery of the one write."""
 
     @classmethod
-    def of(cls, detail: _Detail, resources: list[str] | None = None) -> Event:
+    def of(cls, detail: _Detail, resources: list[str] | None = None,
+           time: str | None = None) -> Event:
         detail_type = next(t for t, model in DETAILS.items() if isinstance(detail, model))
         return cls(detail_type, detail.model_dump(mode="json", by_alias=True),
-                   list(resources or []))
+                   list(resources or []), time)
+
+    @property
+    def event_id(self) -> str:
+        return str(self.detail["eventId"])
 
 
 SCHEMA_FILES = {

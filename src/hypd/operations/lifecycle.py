@@ -49,6 +49,12 @@ class OperationNotRetryable(ConflictError):
     code = "OperationNotRetryable"
 
 
+class RetryLimitReached(ConflictError):
+    """The operation was retried as many times as the request allows (``maxRetries``)."""
+
+    code = "RetryLimitReached"
+
+
 class OperationNotCancellable(ConflictError):
     """An operation that has ended cannot be cancelled."""
 
@@ -348,17 +354,25 @@ def resume_stage(operation: Operation) -> str | None:
     return next((s.name for s in operation.stages if s.status is not StageStatus.SUCCEEDED), None)
 
 
-def check_retryable(operation: Operation) -> None:
-    """Raises OperationNotRetryable (409) unless the operation is FAILED or CANCELLED."""
+def check_retryable(operation: Operation, max_retries: int | None = None) -> None:
+    """Raises OperationNotRetryable (409) unless the operation is FAILED or CANCELLED, and
+    RetryLimitReached (409) when it has been retried ``max_retries`` times already."""
     if operation.status not in RETRYABLE:
         raise OperationNotRetryable(
             f"operation {operation.id} is {operation.status.value}; only a FAILED or CANCELLED "
             "operation can be retried",
             details={"operationId": operation.id, "status": operation.status.value},
         )
+    if max_retries is not None and len(operation.retries) >= max_retries:
+        raise RetryLimitReached(
+            f"operation {operation.id} was retried {len(operation.retries)} time(s); the "
+            f"request allows at most {max_retries}",
+            details={"operationId": operation.id, "retries": len(operation.retries),
+                     "maxRetries": max_retries},
+        )
 
 
-def retry(operation: Operation) -> Operation:
+def retry(operation: Operation, max_retries: int | None = None) -> Operation:
     """FAILED / CANCELLED -> PENDING, resuming at the first stage that has not succeeded.
 
     Stages that succeeded keep their status and output (a retry never repeats them); every
@@ -371,8 +385,9 @@ def retry(operation: Operation) -> Operation:
 
     Raises:
         OperationNotRetryable: the operation is not FAILED or CANCELLED.
+        RetryLimitReached: it was retried ``max_retries`` times already.
     """
-    check_retryable(operation)
+    check_retryable(operation, max_retries)
     failed = next((s.name for s in operation.stages if s.status is StageStatus.FAILED), None)
     resumable = spec_of(operation.kind).resumes
     now = clock.now_iso()

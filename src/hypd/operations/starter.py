@@ -120,7 +120,7 @@ class Starter:
             operation, name=operation.id, machine=machine, resume_from=operation.stages[0].name
         )
 
-    def restart(self, operation_id: str) -> Operation:
+    def restart(self, operation_id: str, max_retries: int | None = None) -> Operation:
         """Retry a FAILED or CANCELLED operation as a new execution of its kind's machine.
 
         The operation's lock is taken again, the operation is reset (`lifecycle.retry`:
@@ -133,11 +133,13 @@ class Starter:
             NotFoundError: no such operation.
             OperationNotRetryable: it is not FAILED or CANCELLED (also when a concurrent retry
                 reset it first).
+            RetryLimitReached: it was retried ``max_retries`` times already (an automation's
+                bound: EventBridge's retry rule names it).
             ConflictError: another operation holds its lock.
             TemporaryError, PermanentError: Step Functions refused to start the execution.
         """
         current = self.operations.get(operation_id)
-        lifecycle.check_retryable(current)
+        lifecycle.check_retryable(current, max_retries)
         machine = self.state_machine_arn(current.kind)
         scope = current.lock_scope
         if scope:
@@ -146,7 +148,8 @@ class Starter:
             # alone: a concurrent retry of the same operation may hold it under the same id,
             # and a lock whose holder has ended is free anyway.
             self.locks.acquire(scope, current.id, holder_ended=self._ended(scope))
-        retried = self.operations.update(current.id, lifecycle.retry)
+        retried = self.operations.update(
+            current.id, lambda op: lifecycle.retry(op, max_retries))
         return self._execute(
             retried,
             name=lifecycle.execution_name(retried),

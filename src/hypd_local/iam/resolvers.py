@@ -138,6 +138,22 @@ def _sns(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
     return None
 
 
+# ---------------------------------------------------------------------------- EventBridge
+def _events(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
+    if op != "PutEvents":
+        return None
+    # Each entry is authorised on its bus, with its source and detail type as condition keys.
+    checks = []
+    for entry in p.get("Entries") or []:
+        bus = str(entry.get("EventBusName") or "default")
+        arn = bus if bus.startswith("arn:") else w.arn("events", f"event-bus/{bus}")
+        checks.append(Check("events:PutEvents", (Target(arn, "event-bus"),), keys={
+            "events:source": [str(entry.get("Source", ""))],
+            "events:detail-type": [str(entry.get("DetailType", ""))],
+        }))
+    return checks or None
+
+
 # ---------------------------------------------------------------------------- S3
 _S3_OBJECT_ACTIONS = {
     "GetObject": "GetObject", "HeadObject": "GetObject", "PutObject": "PutObject",
@@ -267,6 +283,7 @@ RESOLVERS: dict[str, Resolver] = {
     "lambda": _lambda,
     "sqs": _sqs,
     "sns": _sns,
+    "events": _events,
     "s3": _s3,
     "sts": _sts,
     "iam": _iam,

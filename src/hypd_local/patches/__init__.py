@@ -17,6 +17,8 @@ One module per service patched, each saying what it changes and why:
 - `fsx`: a file system's life cycle on the virtual clock.
 - `amp`: a Prometheus workspace's life cycle on the virtual clock; deleting an unknown one fails.
 - `events`: Lambda and Step Functions targets delivered; event times virtual.
+- `dynamodb`: stream records reach their Lambda mappings asynchronously
+  (`hypd_local.streams`), with virtual times.
 - `sagemaker`: the HyperPod cluster fields moto drops are kept.
 - `botocore`: botocore's retry and waiter sleeps advance the virtual clock.
 - `server`: moto's module list read once, not on every request.
@@ -37,6 +39,7 @@ from hypd_local.patches import (
     awslambda,
     botocore,
     cloudformation,
+    dynamodb,
     ec2,
     events,
     fsx,
@@ -113,6 +116,7 @@ def install() -> None:
         fsx.patch_fsx()
         amp.patch_amp()
         events.patch_events()
+        dynamodb.patch_dynamodb()
         sagemaker.patch_sagemaker()
         botocore.patch_botocore()
         server.patch_server_dispatch()

@@ -17,6 +17,7 @@ from hypd_local.activity import Activity
 from hypd_local.clock import VirtualClock
 from hypd_local.credentials import Session
 from hypd_local.eventbus import EventDelivery
+from hypd_local.eventlog import EventLog
 from hypd_local.iam.stacks import StackResource
 from hypd_local.lambdas import LambdaRuntime
 
@@ -40,9 +41,14 @@ class Engine(Protocol):
     def delivery(self) -> EventDelivery: ...
 
     @property
+    def event_log(self) -> EventLog: ...
+
+    @property
     def emulation(self) -> Emulation | None: ...
 
     def invoke_async(self, function_name: str, event: Any) -> None: ...
+
+    def stream_written(self, table_name: str) -> None: ...
 
     def execution_started(self, execution: Any) -> None: ...
 

@@ -1,14 +1,16 @@
 """EventBridge: the local cloud delivers to Lambda and Step Functions targets.
 
 ``Rule.send_to_targets``: Lambda and Step Functions targets are delivered (moto raises
-NotImplementedError); DISABLED rules deliver nothing. ``events.models.unix_time``: event times
-on the virtual clock.
+NotImplementedError); DISABLED rules deliver nothing. ``EventsBackend.put_events``: every event
+a bus takes is kept in the local cloud's event log (`hypd_local.eventlog`).
+``events.models.unix_time``: event times on the virtual clock.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime
+import json
 from typing import Any
 
 from hypd_local.eventbus import EventDelivery
@@ -45,5 +47,27 @@ def patch_events() -> None:
             return seconds
         return engine.clock.timestamp()
 
+    original_put_events: Any = events_models.EventsBackend.put_events
+
+    def put_events(self: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        engine = active()
+        if engine is None:
+            result: list[dict[str, Any]] = original_put_events(self, events)
+            return result
+        # The ids moto draws for the entries it takes, so the log names them as the bus does.
+        taken: list[dict[str, Any]] = original_put_events(self, events)
+        for event, entry in zip(events, taken, strict=False):
+            if "EventId" not in entry:
+                continue
+            bus = self._normalize_event_bus_arn(event.get("EventBusName"))
+            engine.event_log.received(bus, {
+                "version": "0", "id": entry["EventId"], "detail-type": event["DetailType"],
+                "source": event["Source"], "account": self.account_id,
+                "time": event.get("Time", engine.clock.timestamp()), "region": self.region_name,
+                "resources": event.get("Resources", []), "detail": json.loads(event["Detail"]),
+            })
+        return taken
+
     replace(events_models.Rule, "send_to_targets", send_to_targets)
     replace(events_models, "unix_time", unix_time)
+    replace(events_models.EventsBackend, "put_events", put_events)

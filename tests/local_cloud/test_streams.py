@@ -1,0 +1,126 @@
+"""DynamoDB stream event source mappings: batches in order, retries from a reported record,
+bisection and the on-failure destination, and what Lambda refuses when the mapping is made."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hypd_local import LocalCloud
+from hypd_local.intrinsics import TemplateError
+from tests.local_cloud.conftest import FIXTURES
+
+TEMPLATE = FIXTURES / "streams.yaml"
+
+
+@pytest.fixture
+def cloud() -> Iterator[LocalCloud]:
+    with LocalCloud(TEMPLATE) as running:
+        yield running
+
+
+def reader() -> Any:
+    return sys.modules["hypd_fn_StreamReaderFunction"]
+
+
+def write(cloud: LocalCloud, key: str, **flags: bool) -> None:
+    item: dict[str, Any] = {"PK": {"S": key}}
+    item.update({name: {"BOOL": value} for name, value in flags.items()})
+    cloud.client("dynamodb").put_item(TableName=cloud.resources["SourceTable"], Item=item)
+
+
+def processed(batches: list[list[str]]) -> list[str]:
+    return [key for batch in batches for key in batch]
+
+
+def test_writes_reach_the_function_in_order_in_batches_of_at_most_batch_size(
+        cloud: LocalCloud) -> None:
+    keys = [f"k{i:02d}" for i in range(10)]
+    for key in keys:
+        write(cloud, key)
+    cloud.wait_for_executions()
+
+    seen = reader().SEEN
+    assert processed(seen) == keys  # each record once, in stream order
+    assert all(1 <= len(batch) <= 4 for batch in seen)
+    assert cloud.stream_failures == []
+
+
+def test_a_reported_record_is_retried_with_those_after_it_not_those_before(
+        cloud: LocalCloud) -> None:
+    write(cloud, "a")
+    write(cloud, "b", report=True)
+    write(cloud, "c")
+    cloud.wait_for_executions()
+
+    # However the writes were batched: a is checkpointed, b is delivered again (with c when
+    # they shared the batch), and the stream ends in order
+    keys = processed(reader().SEEN)
+    assert keys.count("a") == 1
+    assert keys.count("b") == 2
+    assert keys.count("c") in (1, 2)
+    assert keys[-2:] == ["b", "c"]
+    assert cloud.stream_failures == []
+
+
+def test_a_record_that_keeps_failing_is_isolated_by_bisection_and_sent_to_the_destination(
+        cloud: LocalCloud) -> None:
+    for key in ("p", "q"):
+        write(cloud, key)
+    write(cloud, "bad", fail=True)
+    write(cloud, "r")
+    cloud.wait_for_executions()
+
+    (failure,) = cloud.stream_failures
+    assert (failure.size, failure.condition) == (1, "RetryAttemptsExhausted")
+    assert failure.attempts == 3  # the first try and MaximumRetryAttempts 2
+    keys = processed(reader().SEEN)
+    assert {"p", "q", "r"} <= set(keys)
+    assert keys[-1] == "r"  # the records after the bad one are processed once it is skipped
+    sqs = cloud.client("sqs")
+    (message,) = sqs.receive_message(QueueUrl=cloud.resources["FailedBatches"],
+                                     MaxNumberOfMessages=10)["Messages"]
+    record = json.loads(message["Body"])
+    info = record["DDBStreamBatchInfo"]
+    assert info["batchSize"] == 1
+    assert info["streamArn"] == cloud.stack.tables["SourceTable"].stream_arn
+    assert info["startSequenceNumber"] == failure.first_sequence
+    assert record["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert record["requestContext"]["approximateInvokeCount"] == 3
+
+
+def test_the_stream_arn_is_the_one_describe_table_gives(cloud: LocalCloud) -> None:
+    table = cloud.client("dynamodb").describe_table(
+        TableName=cloud.resources["SourceTable"])["Table"]
+    assert table["LatestStreamArn"] == cloud.stack.tables["SourceTable"].stream_arn
+    assert table["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+
+
+def _without(action: str) -> Any:
+    def edit(template: dict[str, Any]) -> None:
+        statements = template["Resources"]["StreamReaderRole"]["Properties"]["Policies"][0][
+            "PolicyDocument"]["Statement"]
+        for statement in statements:
+            statement["Action"] = [a for a in statement["Action"] if a != action]
+        statements[:] = [s for s in statements if s["Action"]]
+    return edit
+
+
+@pytest.mark.parametrize("action", ["dynamodb:GetRecords", "dynamodb:ListStreams"])
+def test_a_role_that_cannot_read_the_stream_is_refused_when_the_mapping_is_made(
+        action: str) -> None:
+    expected = (r"Cannot access stream .*GetRecords, GetShardIterator, DescribeStream, "
+                "and ListStreams")
+    with pytest.raises(TemplateError, match=expected), LocalCloud(
+            TEMPLATE, template_edit=_without(action)):
+        pass
+
+
+def test_a_role_that_cannot_reach_the_destination_is_refused() -> None:
+    with pytest.raises(TemplateError, match="does not have permissions to call SendMessage on SQS"
+                       ), LocalCloud(TEMPLATE, template_edit=_without("sqs:SendMessage")):
+        pass
