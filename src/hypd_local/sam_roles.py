@@ -8,7 +8,8 @@ that this module does not follow fails there.
 
 - A function: trusts ``lambda.amazonaws.com``; ``AWSLambdaBasicExecutionRole``, plus
   ``AWSXrayWriteOnlyAccess`` with ``Tracing: Active``, ``AWSLambdaVPCAccessExecutionRole``
-  with a ``VpcConfig`` and ``AWSLambdaDynamoDBExecutionRole`` with a ``DynamoDB`` event; an inline policy for each ``EventInvokeConfig`` destination
+  with a ``VpcConfig`` and ``AWSLambdaDynamoDBExecutionRole`` with a ``DynamoDB`` event; an
+  inline policy for each ``EventInvokeConfig`` destination
   (``<Fn>EventInvokeConfig<OnFailure|OnSuccess><Type>Policy``) and for a ``DeadLetterQueue``;
   then ``<Fn>RolePolicy<i>`` for each entry of ``Policies`` (a managed policy name or ARN goes
   to the managed policies instead).
