@@ -20,6 +20,7 @@ checks AWS makes beyond the action itself:
   ``iam:PassRole`` to ``pods.eks.amazonaws.com``;
 - HyperPod's task governance creates (scheduler configs, compute quotas) act on the cluster
   too and read it and its EKS cluster (the dependent actions the SAR lists for them);
+- EventBridge's PutEvents is authorised against each event bus its entries name;
 - IAM OIDC providers are named by their issuer (``oidc-provider/<host and path>``); AMP
   (``aps``) workspaces by their id.
 
@@ -136,6 +137,20 @@ def _sns(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
         return [Check("sns:CreateTopic", (Target(w.arn("sns", str(p["Name"])), "topic",
                                                  request_tags=_tags(p.get("Tags"))),))]
     return None
+
+
+# ---------------------------------------------------------------------------- EventBridge
+def _events(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
+    if op != "PutEvents":
+        return None
+
+    def bus(name: Any) -> str:
+        text = str(name or "default")
+        return text if text.startswith("arn:") else w.arn("events", f"event-bus/{text}")
+
+    # Authorised against each bus the entries name (the default bus when they name none).
+    arns = dict.fromkeys(bus(entry.get("EventBusName")) for entry in p.get("Entries") or [])
+    return [Check("events:PutEvents", tuple(Target(arn, "event-bus") for arn in arns))]
 
 
 # ---------------------------------------------------------------------------- S3
@@ -267,6 +282,7 @@ RESOLVERS: dict[str, Resolver] = {
     "lambda": _lambda,
     "sqs": _sqs,
     "sns": _sns,
+    "events": _events,
     "s3": _s3,
     "sts": _sts,
     "iam": _iam,
