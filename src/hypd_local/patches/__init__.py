@@ -16,7 +16,9 @@ One module per service patched, each saying what it changes and why:
   branches, the kept ASL syntax trees and one interpreter client per role.
 - `fsx`: a file system's life cycle on the virtual clock.
 - `amp`: a Prometheus workspace's life cycle on the virtual clock; deleting an unknown one fails.
-- `events`: Lambda and Step Functions targets delivered; event times virtual.
+- `events`: Lambda, Step Functions and API Gateway targets delivered; event times virtual.
+- `scheduler`: what CreateSchedule / UpdateSchedule refuse, virtual dates, the local cloud's
+  `Scheduler` told of every change.
 - `sagemaker`: the HyperPod cluster fields moto drops are kept.
 - `botocore`: botocore's retry and waiter sleeps advance the virtual clock.
 - `server`: moto's module list read once, not on every request.
@@ -41,6 +43,7 @@ from hypd_local.patches import (
     events,
     fsx,
     sagemaker,
+    scheduler,
     server,
     stepfunctions,
     stepfunctions_waits,
@@ -113,6 +116,7 @@ def install() -> None:
         fsx.patch_fsx()
         amp.patch_amp()
         events.patch_events()
+        scheduler.patch_scheduler()
         sagemaker.patch_sagemaker()
         botocore.patch_botocore()
         server.patch_server_dispatch()
