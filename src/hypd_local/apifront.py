@@ -11,7 +11,10 @@ response. Behaviour copied from API Gateway:
 
 Routes need SigV4 (AWS_IAM) on AWS. Locally unsigned requests are accepted; when a SigV4
 ``Authorization`` header is present (not verified), its access key and the identity moto's STS
-associates with it go into ``requestContext.identity``.
+associates with it go into ``requestContext.identity``. Requests the local cloud makes itself
+(EventBridge's API Gateway targets, `ApiFront.request`) get API Gateway's checks of an
+``AWS_IAM`` method: unsigned, 403 ``Missing Authentication Token``; signed by a principal whose
+policies do not allow ``execute-api:Invoke`` on the method, 403 ``AccessDeniedException``.
 
 The front also serves the local cloud's own endpoints outside the stage path (``/_local/...``):
 the handlers it is given as ``admin`` (the clock, info and faults; see `LocalCloud`).
@@ -130,6 +133,42 @@ class ApiFront:
         self._server.server_close()
         if self._thread is not None:
             self._thread.join()
+
+    def request(
+        self, method: str, path: str, *, query: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None, body: bytes = b"",
+        authorize: Callable[[], str | None] | None = None,
+    ) -> Response:
+        """A request made inside the local cloud, through the same routing and proxy code as a
+        client's, with API Gateway's checks of an ``AWS_IAM`` method: no SigV4 signature is
+        403 ``Missing Authentication Token``; ``authorize()`` (the signer's IAM decision) returning
+        a message is 403 ``AccessDeniedException`` with it."""
+        from werkzeug.test import EnvironBuilder
+
+        builder = EnvironBuilder(path=path, method=method, query_string=dict(query or {}),
+                                 headers=list((headers or {}).items()), data=body,
+                                 base_url=self.base_url)
+        try:
+            request = builder.get_request()
+        finally:
+            builder.close()
+        parts = _split(request.path)
+        resolved = (self._resolve(parts[1:], request.method.upper())
+                    if parts and parts[0] == self.api.stage else None)
+        if resolved is not None and self._auth_of(resolved[0]) == "AWS_IAM":
+            if not _sigv4_access_key(request.headers.get("Authorization", "")):
+                return _missing_token()
+            denial = authorize() if authorize is not None else None
+            if denial is not None:
+                response = _json(403, {"Message": denial})
+                response.headers.set("x-amzn-ErrorType", "AccessDeniedException")
+                return response
+        return self._dispatch(request)
+
+    def _auth_of(self, route: RouteSpec) -> str | None:
+        """The route's authoriser: its own, else the API's default (``NONE``: none)."""
+        auth = route.auth or self.api.auth
+        return None if auth in (None, "NONE") else auth
 
     # ------------------------------------------------------------------ WSGI
     def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:

@@ -28,6 +28,7 @@ from werkzeug.serving import BaseWSGIServer
 from hypd_local import credentials, patches
 from hypd_local.activity import Activity
 from hypd_local.apifront import AdminHandler, ApiFront
+from hypd_local.apitarget import EVENTS_PRINCIPAL, ApiTargets
 from hypd_local.asyncinvoke import AsyncFailure, AsyncInvoker
 from hypd_local.clock import VirtualClock
 from hypd_local.cloud_engine import EngineCallbacks
@@ -48,6 +49,7 @@ from hypd_local.eventlog import EventLog
 from hypd_local.iam.enforce import Authorization
 from hypd_local.lambdas import Invocation, LambdaRuntime
 from hypd_local.provision import provision
+from hypd_local.scheduler import SCHEDULER_PRINCIPAL, Scheduler
 from hypd_local.streams import StreamDelivery, StreamFailure
 from hypd_local.template import DEFAULT_ACCOUNT_ID, Stack
 
@@ -119,6 +121,7 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         self._stack: Stack | None = None
         self._lambdas: LambdaRuntime | None = None
         self._delivery: EventDelivery | None = None
+        self._scheduler: Scheduler | None = None
         self._invoker: AsyncInvoker | None = None
         self._streams: StreamDelivery | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -217,6 +220,15 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
                 admin=self._admin_routes(),
             )
             self._front.start()
+            self._delivery.api_targets = ApiTargets(
+                front=self._front, enforcer=self.emulation.enforcer, clock=self.clock,
+                session=lambda role, name: self.identities.session(role, name,
+                                                                   EVENTS_PRINCIPAL))
+        self._scheduler = Scheduler(
+            clock=self.clock, activity=self.activity, account_id=self.account_id,
+            region=self.region, client=self.client,
+            session=lambda role, name: self.identities.session(role, name, SCHEDULER_PRINCIPAL))
+        self._scheduler.start()
         LOG.info("local cloud up: API %s, AWS %s", self.api_url if api else "-", self.aws_endpoint)
 
     def stop(self) -> None:
@@ -224,6 +236,9 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         if not self._started:
             return
         self._stopping = True
+        if self._scheduler is not None:
+            self._scheduler.stop()
+            self._scheduler = None
         if self._front is not None:
             self._front.stop()
             self._front = None

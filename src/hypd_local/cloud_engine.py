@@ -1,6 +1,7 @@
 """What the moto patches call back on the running `LocalCloud` (`hypd_local.patches.Engine`):
 asynchronous invocations, executions starting, ending or crashing (and their status-change
-events), the sessions roles are assumed in, and CloudFormation's authorisation."""
+events), the sessions roles are assumed in, CloudFormation's authorisation and Scheduler's
+schedules changing."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from hypd_local.eventbus import (
 from hypd_local.iam.enforce import current_caller
 from hypd_local.iam.stacks import StackResource, stack_calls
 from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
+from hypd_local.scheduler import Scheduler
 from hypd_local.streams import StreamDelivery
 from hypd_local.template import FunctionSpec
 
@@ -37,6 +39,7 @@ class EngineCallbacks:
     identities: Identities
     _lambdas: LambdaRuntime | None
     _delivery: EventDelivery | None
+    _scheduler: Scheduler | None
     _invoker: AsyncInvoker | None
     _streams: StreamDelivery | None
     _executor: ThreadPoolExecutor | None
@@ -55,6 +58,18 @@ class EngineCallbacks:
         if self._delivery is None:
             raise RuntimeError("the local cloud is not started")
         return self._delivery
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """EventBridge Scheduler: the schedules firing on the virtual clock."""
+        if self._scheduler is None:
+            raise RuntimeError("the local cloud is not started")
+        return self._scheduler
+
+    def schedules_changed(self) -> None:
+        """A schedule was created, updated or deleted: fire what is now due."""
+        if self._scheduler is not None and not self._stopping:
+            self._scheduler.look()
 
     def invoke_async(self, function_name: str, event: Any) -> None:
         """InvocationType=Event: Lambda's asynchronous invocation on a worker thread."""

@@ -1,17 +1,21 @@
-"""EventBridge delivery to Lambda and Step Functions targets.
+"""EventBridge delivery to Lambda, Step Functions and API Gateway targets.
 
 moto matches events against rules (its own pattern matcher is used) and delivers to SQS, logs
-and other buses, but raises NotImplementedError for Lambda and Step Functions targets. The local
-cloud hands those targets to this module, which delivers asynchronously as EventBridge does:
+and other buses, but raises NotImplementedError for Lambda and Step Functions targets and has
+no API Gateway targets. The local cloud hands those targets to this module, which delivers
+asynchronously as EventBridge does:
 
 - Lambda target: an asynchronous invocation (`hypd_local.asyncinvoke`) on a worker thread with
   the event (or the target's Input / InputPath / InputTransformer result). As on AWS, a handler
   error is Lambda's business: retries, then the function's OnFailure destination or DLQ.
 - Step Functions target: StartExecution with the event as input.
-- A failed *delivery* (no such function or state machine, bad input transformation) is recorded
-  in `EventDelivery.failures` and, when the target has a DeadLetterConfig, sent to that queue
-  with EventBridge's message attributes (RULE_ARN, TARGET_ARN, ERROR_CODE, ERROR_MESSAGE).
-  Deliveries are not retried.
+- API Gateway target (``arn:aws:execute-api:...``): a request to the local REST API front,
+  signed as the target's role, retried on 429 and 5xx (`hypd_local.apitarget`).
+- A failed *delivery* (no such function or state machine, bad input transformation, an API
+  Gateway target's final refusal) is recorded in `EventDelivery.failures` and, when the target
+  has a DeadLetterConfig, sent to that queue with EventBridge's message attributes (RULE_ARN,
+  TARGET_ARN, ERROR_CODE, ERROR_MESSAGE, RETRY_ATTEMPTS, and EXHAUSTED_RETRY_CONDITION when
+  retries ran out). Only API Gateway targets are retried.
 
 It also emits the ``Step Functions Execution Status Change`` events AWS puts on the default bus.
 """
@@ -26,9 +30,10 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from hypd_local.activity import Activity
+from hypd_local.apitarget import ApiArn, ApiTargets
 from hypd_local.asyncinvoke import AsyncInvoker
 from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
 
@@ -45,10 +50,26 @@ class DeliveryFailure:
     error_code: str
     error_message: str
     event: Mapping[str, Any]
+    attempts: int = 1
+    status: int | None = None
+    """The last HTTP status of an API Gateway target, if it answered."""
+    exhausted: str | None = None
+    """``MaximumRetryAttempts`` / ``MaximumEventAgeInSeconds`` when retries ran out."""
+
+
+class Delivered(NamedTuple):
+    """A successful delivery: the target accepted the input (an API answered below 400)."""
+
+    rule_arn: str
+    target_arn: str
+    payload: Any
+    status: int | None = None
+    """The HTTP status of an API Gateway target's response; None for other targets."""
 
 
 class EventDelivery:
-    """Delivers matched events to Lambda and Step Functions targets on background threads."""
+    """Delivers matched events to Lambda, Step Functions and API Gateway targets on background
+    threads."""
 
     def __init__(
         self,
@@ -70,7 +91,9 @@ class EventDelivery:
         self._region = region
         self._lock = threading.Lock()
         self._failures: list[DeliveryFailure] = []
-        self._delivered: list[tuple[str, str, Mapping[str, Any]]] = []
+        self._delivered: list[Delivered] = []
+        self.api_targets: ApiTargets | None = None
+        """Set once the local cloud serves its REST API (else API targets fail)."""
 
     @property
     def failures(self) -> list[DeliveryFailure]:
@@ -78,16 +101,17 @@ class EventDelivery:
             return list(self._failures)
 
     @property
-    def delivered(self) -> list[tuple[str, str, Mapping[str, Any]]]:
-        """(rule ARN, target ARN, target input) of every successful delivery, in order."""
+    def delivered(self) -> list[Delivered]:
+        """Every successful delivery, in order."""
         with self._lock:
             return list(self._delivered)
 
     @staticmethod
     def handles(target_arn: str) -> bool:
-        """True for the target kinds moto cannot deliver to (Lambda, Step Functions)."""
+        """True for the target kinds moto cannot deliver to (Lambda, Step Functions, API
+        Gateway)."""
         parts = target_arn.split(":")
-        return len(parts) > 2 and parts[2] in ("lambda", "states")
+        return len(parts) > 2 and parts[2] in ("lambda", "states", "execute-api")
 
     def dispatch(self, rule_arn: str, target: Mapping[str, Any], event: Mapping[str, Any]) -> None:
         """Schedule one delivery (called for a rule whose pattern matched)."""
@@ -118,6 +142,9 @@ class EventDelivery:
             self._fail(rule_arn, target, event, "InputTransformationFailed", str(exc))
             return
         service = target_arn.split(":")[2]
+        if service == "execute-api":
+            self._deliver_to_api(rule_arn, target, event, payload)
+            return
         if service == "lambda":
             try:
                 function = self._lambdas.find(target_arn)
@@ -125,7 +152,7 @@ class EventDelivery:
                 self._fail(rule_arn, target, event, "ResourceNotFoundException", str(exc))
                 return
             with self._lock:
-                self._delivered.append((rule_arn, target_arn, payload))
+                self._delivered.append(Delivered(rule_arn, target_arn, payload))
             self._invoker.run(function, payload)  # Lambda accepted the event: delivered
             return
         try:
@@ -137,14 +164,30 @@ class EventDelivery:
             self._fail(rule_arn, target, event, str(code), str(exc))
             return
         with self._lock:
-            self._delivered.append((rule_arn, target_arn, payload))
+            self._delivered.append(Delivered(rule_arn, target_arn, payload))
+
+    def _deliver_to_api(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any],
+                        payload: Any) -> None:
+        target_arn = str(target["Arn"])
+        if self.api_targets is None or ApiArn.parse(target_arn) is None:
+            self._fail(rule_arn, target, event, "ResourceNotFoundException",
+                       f"no REST API of the local cloud answers {target_arn}")
+            return
+        outcome = self.api_targets.deliver(target, event, payload)
+        if outcome.ok:
+            with self._lock:
+                self._delivered.append(Delivered(rule_arn, target_arn, payload, outcome.status))
+            return
+        self._fail(rule_arn, target, event, str(outcome.error_code), outcome.body,
+                   attempts=outcome.attempts, status=outcome.status, exhausted=outcome.exhausted)
 
     def _fail(
         self, rule_arn: str, target: Mapping[str, Any], event: dict[str, Any], code: str,
-        message: str,
+        message: str, *, attempts: int = 1, status: int | None = None,
+        exhausted: str | None = None,
     ) -> None:
         failure = DeliveryFailure(rule_arn, str(target.get("Id")), str(target["Arn"]), code,
-                                  message, event)
+                                  message, event, attempts, status, exhausted)
         with self._lock:
             self._failures.append(failure)
         dlq_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
@@ -161,7 +204,10 @@ class EventDelivery:
                 "TARGET_ARN": failure.target_arn,
                 "ERROR_CODE": code,
                 "ERROR_MESSAGE": message[:256] or "-",
+                "RETRY_ATTEMPTS": str(max(attempts - 1, 0)),
             }
+            if exhausted:
+                attributes["EXHAUSTED_RETRY_CONDITION"] = exhausted
             sqs.send_message(
                 QueueUrl=url,
                 MessageBody=json.dumps(event),

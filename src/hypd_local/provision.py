@@ -152,6 +152,23 @@ def provision(stack: Stack, client: ClientFactory, directory: Directory | None =
                 Targets=[target.to_api() for target in rule.targets],
             )
 
+    _provision_schedules(stack, client)
+
+
+def _provision_schedules(stack: Stack, client: ClientFactory) -> None:
+    """EventBridge Scheduler's groups, then its schedules (last: their targets exist)."""
+    if not stack.schedules and not stack.schedule_groups:
+        return
+    scheduler = client("scheduler")
+    for group in stack.schedule_groups.values():
+        arn = scheduler.create_schedule_group(
+            Name=group.name, Tags=[{"Key": k, "Value": v} for k, v in group.tags],
+        )["ScheduleGroupArn"]
+        _check(group.logical_id, "schedule group ARN", group.arn, arn)
+    for schedule in stack.schedules.values():
+        arn = scheduler.create_schedule(**schedule.create_args)["ScheduleArn"]
+        _check(schedule.logical_id, "schedule ARN", schedule.arn, arn)
+
 
 # What API Gateway's CloudWatch role must be allowed (AmazonAPIGatewayPushToCloudWatchLogs).
 _API_GATEWAY_LOG_ACTIONS = ("logs:CreateLogGroup", "logs:CreateLogStream",

@@ -42,6 +42,8 @@ from hypd_local.template_specs import (
     RoleSpec,
     RouteSpec,
     RuleSpec,
+    ScheduleGroupSpec,
+    ScheduleSpec,
     StateMachineSpec,
     TableSpec,
     TargetSpec,
@@ -56,9 +58,9 @@ from hypd_local.template_stack import (
 __all__ = [
     "DEFAULT_ACCOUNT_ID", "PROJECT_ROOT", "ApiAccountSpec", "ApiSpec", "AsyncConfig",
     "FunctionSpec", "LayerSpec", "LogGroupSpec", "ManagedPolicySpec", "QueueSpec", "Resource",
-    "RoleSpec", "RouteSpec", "RuleSpec", "Stack", "StateMachineSpec", "TableSpec",
-    "TargetSpec", "TopicSpec", "describe_functions", "find_template", "merge_globals",
-    "read_template", "resources_of_type", "substitute_definition",
+    "RoleSpec", "RouteSpec", "RuleSpec", "ScheduleGroupSpec", "ScheduleSpec", "Stack",
+    "StateMachineSpec", "TableSpec", "TargetSpec", "TopicSpec", "describe_functions",
+    "find_template", "merge_globals", "read_template", "resources_of_type", "substitute_definition",
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +129,8 @@ class Stack(FunctionBuilders):
         "AWS::SNS::Topic": StackPlanners._plan_topic,
         "AWS::Logs::LogGroup": StackPlanners._plan_log_group,
         "AWS::Events::Rule": StackPlanners._plan_rule,
+        "AWS::Scheduler::Schedule": StackPlanners._plan_schedule,
+        "AWS::Scheduler::ScheduleGroup": StackPlanners._plan_schedule_group,
         "AWS::IAM::Role": StackPlanners._plan_role,
         "AWS::IAM::ManagedPolicy": StackPlanners._plan_managed_policy,
         "AWS::ApiGateway::Account": StackPlanners._plan_policy,
@@ -162,6 +166,8 @@ class Stack(FunctionBuilders):
         "AWS::SNS::Topic": ResourceBuilders._build_topic,
         "AWS::Logs::LogGroup": ResourceBuilders._build_log_group,
         "AWS::Events::Rule": ResourceBuilders._build_rule,
+        "AWS::Scheduler::Schedule": ResourceBuilders._build_schedule,
+        "AWS::Scheduler::ScheduleGroup": ResourceBuilders._build_schedule_group,
         "AWS::IAM::Role": FunctionBuilders._build_role,
         "AWS::IAM::ManagedPolicy": FunctionBuilders._build_managed_policy,
         "AWS::ApiGateway::Account": ResourceBuilders._build_api_account,

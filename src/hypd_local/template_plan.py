@@ -124,6 +124,21 @@ class StackPlanners(StackBase):
         arn = self._rule_arn(name, bus)
         return Resource(logical_id, self._raw[logical_id]["Type"], name, {"Arn": arn})
 
+    def _plan_schedule(self, logical_id: str) -> Resource:
+        # Ref is the schedule's name; GetAtt Arn is schedule/<group>/<name>.
+        name = self._name(logical_id, "Name", 64)
+        group = scalar_str(self._resolve_prop(logical_id, "GroupName", "default"),
+                           f"Resources.{logical_id}.Properties.GroupName")
+        return Resource(logical_id, self._raw[logical_id]["Type"], name,
+                        {"Arn": self._arn("scheduler", f"schedule/{group}/{name}")})
+
+    def _plan_schedule_group(self, logical_id: str) -> Resource:
+        # Ref is the group's name; GetAtt Arn, State.
+        name = self._name(logical_id, "Name", 64)
+        return Resource(logical_id, self._raw[logical_id]["Type"], name,
+                        {"Arn": self._arn("scheduler", f"schedule-group/{name}"),
+                         "State": "ACTIVE"})
+
     def _plan_role(self, logical_id: str) -> Resource:
         name = self._name(logical_id, "RoleName", 64)
         arn = self._arn("iam", f"role{self._iam_path(logical_id)}{name}", region=False)

@@ -1,10 +1,12 @@
 """The specs of what the functions use and what triggers them: tables (keys and indexes as
-declared), queues, topics, log groups, the REST API and its routes, API Gateway's account, and
-EventBridge rules (declared ones and those SAM events imply) with their targets."""
+declared), queues, topics, log groups, the REST API and its routes, API Gateway's account,
+EventBridge rules (declared ones and those SAM events imply) with their targets, and
+EventBridge Scheduler's schedules and schedule groups."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from hypd_local.intrinsics import TemplateError, scalar_str
@@ -16,6 +18,8 @@ from hypd_local.template_specs import (
     QueueSpec,
     RouteSpec,
     RuleSpec,
+    ScheduleGroupSpec,
+    ScheduleSpec,
     StreamMappingSpec,
     TableSpec,
     TargetSpec,
@@ -184,6 +188,7 @@ class ResourceBuilders(StackPlanners):
                 dead_letter_arn=(target.get("DeadLetterConfig") or {}).get("Arn"),
                 role_arn=target.get("RoleArn"),
                 retry_policy=target.get("RetryPolicy"),
+                http_parameters=target.get("HttpParameters"),
             ))
         pattern = self._resolve_prop(logical_id, "EventPattern")
         if isinstance(pattern, str):
@@ -199,6 +204,40 @@ class ResourceBuilders(StackPlanners):
             targets=tuple(targets),
             description=str(self._resolve_prop(logical_id, "Description", "")),
         )
+
+    def _build_schedule(self, logical_id: str) -> None:
+        res = self._planned[logical_id]
+        where = f"Resources.{logical_id}.Properties"
+        props = {name: self._resolve_prop(logical_id, name) for name in self._props(logical_id)}
+        for required in ("ScheduleExpression", "FlexibleTimeWindow", "Target"):
+            if props.get(required) is None:
+                raise TemplateError(f"{where}.{required} is required")
+        target = dict(props["Target"])
+        if "Arn" not in target or "RoleArn" not in target:
+            raise TemplateError(f"{where}.Target: a target needs Arn and RoleArn")
+        args: dict[str, Any] = {"Name": res.ref, "Target": target,
+                                "GroupName": props.get("GroupName") or "default"}
+        for name in ("Description", "ScheduleExpression", "ScheduleExpressionTimezone",
+                     "FlexibleTimeWindow", "State", "KmsKeyArn", "ActionAfterCompletion"):
+            if props.get(name) is not None:
+                args[name] = props[name]
+        for name in ("StartDate", "EndDate"):
+            if props.get(name) is not None:
+                text = scalar_str(props[name], f"{where}.{name}")
+                try:
+                    args[name] = datetime.fromisoformat(text.replace("Z", "+00:00"))
+                except ValueError as exc:
+                    raise TemplateError(f"{where}.{name}: {text!r} is not an ISO 8601 date "
+                                        "and time") from exc
+        self.schedules[logical_id] = ScheduleSpec(logical_id, res.ref, res.attributes["Arn"],
+                                                  str(args["GroupName"]), args)
+
+    def _build_schedule_group(self, logical_id: str) -> None:
+        res = self._planned[logical_id]
+        tags = self._resolve_prop(logical_id, "Tags", []) or []
+        self.schedule_groups[logical_id] = ScheduleGroupSpec(
+            logical_id, res.ref, res.attributes["Arn"],
+            tuple((str(t["Key"]), str(t["Value"])) for t in tags))
 
     def _build_sam_events(self, owner: str, owner_arn: str, *, target_kind: str) -> None:
         events = self._props(owner).get("Events") or {}

@@ -236,6 +236,8 @@ class TargetSpec:
     dead_letter_arn: str | None = None
     role_arn: str | None = None
     retry_policy: Mapping[str, Any] | None = None
+    http_parameters: Mapping[str, Any] | None = None
+    """An API Gateway target's PathParameterValues, QueryStringParameters, HeaderParameters."""
 
     def to_api(self) -> dict[str, Any]:
         """The target as events.put_targets takes it."""
@@ -252,6 +254,8 @@ class TargetSpec:
             target["RoleArn"] = self.role_arn
         if self.retry_policy is not None:
             target["RetryPolicy"] = dict(self.retry_policy)
+        if self.http_parameters is not None:
+            target["HttpParameters"] = dict(self.http_parameters)
         return target
 
 
@@ -266,6 +270,28 @@ class RuleSpec:
     state: str
     targets: tuple[TargetSpec, ...]
     description: str = ""
+
+
+@dataclass(frozen=True)
+class ScheduleGroupSpec:
+    """An ``AWS::Scheduler::ScheduleGroup``."""
+
+    logical_id: str
+    name: str
+    arn: str
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """An ``AWS::Scheduler::Schedule``: made with scheduler.create_schedule."""
+
+    logical_id: str
+    name: str
+    arn: str
+    group_name: str
+    create_args: Mapping[str, Any]
+    """Keyword arguments of scheduler.create_schedule (Name included)."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ from hypd_local.template_specs import (
     RoleSpec,
     RouteSpec,
     RuleSpec,
+    ScheduleGroupSpec,
+    ScheduleSpec,
     StateMachineSpec,
     StreamMappingSpec,
     TableSpec,
@@ -136,6 +138,8 @@ class StackBase:
         self.topics: dict[str, TopicSpec] = {}
         self.log_groups: dict[str, LogGroupSpec] = {}
         self.rules: dict[str, RuleSpec] = {}
+        self.schedules: dict[str, ScheduleSpec] = {}
+        self.schedule_groups: dict[str, ScheduleGroupSpec] = {}
         self.apis: dict[str, ApiSpec] = {}
         self.api_accounts: dict[str, ApiAccountSpec] = {}
         self._routes: dict[str, list[RouteSpec]] = {}

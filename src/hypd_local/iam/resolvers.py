@@ -20,6 +20,7 @@ checks AWS makes beyond the action itself:
   ``iam:PassRole`` to ``pods.eks.amazonaws.com``;
 - HyperPod's task governance creates (scheduler configs, compute quotas) act on the cluster
   too and read it and its EKS cluster (the dependent actions the SAR lists for them);
+- EventBridge's PutEvents is authorised against each event bus its entries name;
 - IAM OIDC providers are named by their issuer (``oidc-provider/<host and path>``); AMP
   (``aps``) workspaces by their id.
 

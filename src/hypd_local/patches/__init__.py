@@ -16,9 +16,11 @@ One module per service patched, each saying what it changes and why:
   branches, the kept ASL syntax trees and one interpreter client per role.
 - `fsx`: a file system's life cycle on the virtual clock.
 - `amp`: a Prometheus workspace's life cycle on the virtual clock; deleting an unknown one fails.
-- `events`: Lambda and Step Functions targets delivered; event times virtual.
+- `events`: Lambda, Step Functions and API Gateway targets delivered; event times virtual.
 - `dynamodb`: stream records reach their Lambda mappings asynchronously
   (`hypd_local.streams`), with virtual times.
+- `scheduler`: what CreateSchedule / UpdateSchedule refuse, virtual dates, the local cloud's
+  `Scheduler` told of every change.
 - `sagemaker`: the HyperPod cluster fields moto drops are kept.
 - `botocore`: botocore's retry and waiter sleeps advance the virtual clock.
 - `server`: moto's module list read once, not on every request.
@@ -44,6 +46,7 @@ from hypd_local.patches import (
     events,
     fsx,
     sagemaker,
+    scheduler,
     server,
     stepfunctions,
     stepfunctions_waits,
@@ -117,6 +120,7 @@ def install() -> None:
         amp.patch_amp()
         events.patch_events()
         dynamodb.patch_dynamodb()
+        scheduler.patch_scheduler()
         sagemaker.patch_sagemaker()
         botocore.patch_botocore()
         server.patch_server_dispatch()
