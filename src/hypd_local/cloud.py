@@ -222,12 +222,13 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
             self._front.start()
             self._delivery.api_targets = ApiTargets(
                 front=self._front, enforcer=self.emulation.enforcer, clock=self.clock,
-                session=lambda role, name: self.identities.session(role, name,
-                                                                   EVENTS_PRINCIPAL))
+                session=lambda role, name: self.identities.session(
+                    role, name, EVENTS_PRINCIPAL, source_account=self.account_id))
         self._scheduler = Scheduler(
             clock=self.clock, activity=self.activity, account_id=self.account_id,
             region=self.region, client=self.client,
-            session=lambda role, name: self.identities.session(role, name, SCHEDULER_PRINCIPAL))
+            session=lambda role, name: self.identities.session(
+                role, name, SCHEDULER_PRINCIPAL, source_account=self.account_id))
         self._scheduler.start()
         LOG.info("local cloud up: API %s, AWS %s", self.api_url if api else "-", self.aws_endpoint)
 

@@ -96,8 +96,13 @@ class Identities:
         self._sessions: dict[tuple[str, str], Session] = {}
         self._lock = threading.Lock()
 
-    def session(self, role_arn: str, session_name: str, service: str) -> Session:
+    def session(self, role_arn: str, session_name: str, service: str,
+                source_account: str | None = None) -> Session:
         """The session of ``service`` (``lambda.amazonaws.com``) in ``role_arn``.
+
+        ``source_account``: the account of the resource the service acts for (a rule, a
+        schedule), in the request's ``aws:SourceAccount`` as those services send it, so a
+        trust policy's confused-deputy condition can be met.
 
         Raises RoleNotAssumable when the role does not exist or does not trust the service
         (Lambda then refuses the function, Step Functions fails the task).
@@ -110,7 +115,8 @@ class Identities:
         role = self._directory.role(role_arn)
         if role is None:
             raise RoleNotAssumable(f"the role {role_arn} does not exist")
-        if not trusts(role.trust_policy, service):
+        context = {"aws:sourceaccount": [source_account]} if source_account else None
+        if not trusts(role.trust_policy, service, context=context):
             raise RoleNotAssumable(f"the trust policy of {role_arn} does not let {service} "
                                    "assume it (sts:AssumeRole)")
         answer = self._sts().assume_role(RoleArn=role_arn, RoleSessionName=session_name[:64],

@@ -109,9 +109,9 @@ class EventDelivery:
     @staticmethod
     def handles(target_arn: str) -> bool:
         """True for the target kinds moto cannot deliver to (Lambda, Step Functions, API
-        Gateway)."""
+        Gateway, SNS)."""
         parts = target_arn.split(":")
-        return len(parts) > 2 and parts[2] in ("lambda", "states", "execute-api")
+        return len(parts) > 2 and parts[2] in ("lambda", "states", "execute-api", "sns")
 
     def dispatch(self, rule_arn: str, target: Mapping[str, Any], event: Mapping[str, Any]) -> None:
         """Schedule one delivery (called for a rule whose pattern matched)."""
@@ -156,9 +156,15 @@ class EventDelivery:
             self._invoker.run(function, payload)  # Lambda accepted the event: delivered
             return
         try:
-            self._client("stepfunctions").start_execution(
-                stateMachineArn=target_arn, name=str(uuid.uuid4()), input=json.dumps(payload)
-            )
+            if service == "sns":
+                # The transformed input as the message: a template that makes a string is sent
+                # as that text, anything else as JSON.
+                message = payload if isinstance(payload, str) else json.dumps(payload)
+                self._client("sns").publish(TopicArn=target_arn, Message=message)
+            else:
+                self._client("stepfunctions").start_execution(
+                    stateMachineArn=target_arn, name=str(uuid.uuid4()),
+                    input=json.dumps(payload))
         except Exception as exc:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
             self._fail(rule_arn, target, event, str(code), str(exc))

@@ -195,3 +195,12 @@ def test_cloudwatch_may_publish_to_the_encrypted_alarms_topic() -> None:
     subscription = RESOURCES["AlarmsEmailSubscription"]
     assert subscription["Condition"] == "HasAlarmEmail"
     assert subscription["Properties"]["TopicArn"] == TOPIC
+
+
+def test_the_retry_rule_matches_every_temporary_error_and_nothing_else() -> None:
+    from hypd.aws.errors import THROTTLING_CODES, UNAVAILABLE_CODES
+    from statemachines.generate import TEMPORARY_ERRORS
+
+    rule = RESOURCES["RetryTemporaryFailuresRule"]
+    codes = rule["Properties"]["EventPattern"]["detail"]["error"]["code"]
+    assert sorted(codes) == sorted(THROTTLING_CODES | UNAVAILABLE_CODES | set(TEMPORARY_ERRORS))

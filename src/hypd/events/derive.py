@@ -81,7 +81,9 @@ def _cluster(old: Image | None, new: Image) -> list[Event]:
     if after.status is None or after.status == previous:
         return []  # a discovered cluster has no status of hypd's
     detail = ClusterStateChange(
-        event_id=_event_id(new, after.updated_at),
+        # Two writes of the record may share a millisecond (a failure and an automated retry
+        # of it): its status tells them apart.
+        event_id=f"{_event_id(new, after.updated_at)}|{after.status.value}",
         tag=after.tag,
         status=after.status,
         previous_status=previous,

@@ -109,7 +109,7 @@ def test_a_cluster_record_s_status_change_is_one_event() -> None:
     assert event.detail_type == CLUSTER_STATE_CHANGE
     assert (event.detail["previousStatus"], event.detail["status"]) == ("CREATING", "ACTIVE")
     assert event.detail["operationId"] == "op-" + "0" * 32
-    assert event.detail["eventId"] == "CLUSTER#train|CLUSTER|2026-12-03T10:30:00Z"
+    assert event.detail["eventId"] == "CLUSTER#train|CLUSTER|2026-12-03T10:30:00Z|ACTIVE"
     valid([event])
     assert derive(active, cluster(ClusterStatus.ACTIVE, "2026-12-03T11:00:00Z")) == []
     assert derive(None, cluster(None, "2026-12-03T10:00:00Z")) == []  # discovered: no status
