@@ -38,9 +38,15 @@ def key(finding: Finding) -> tuple[str, str, str]:
     return (finding.where, finding.kind, finding.action)
 
 
+EXAMPLES_ON = {"NightlyScaleGroup": "train/gpu", "RetryThrottledOperations": "2",
+               "FailedOperationsTopic": "true"}
+"""The example automation's parameters (docs/automation.md), so its roles are linted too."""
+
+
 @pytest.fixture(scope="module")
 def stack() -> Stack:
-    return Stack(TEMPLATE, region="us-west-2", parameters=local_parameters(TEMPLATE))
+    return Stack(TEMPLATE, region="us-west-2",
+                 parameters=local_parameters(TEMPLATE) | EXAMPLES_ON)
 
 
 def test_every_policy_of_the_template_fits_the_service_authorization_reference(

@@ -6,7 +6,6 @@ ordinary operation with its record."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -111,7 +110,8 @@ def test_a_throttled_failure_is_retried_once_and_no_more(
     assert len(operation["retries"]) == 1
     assert operation["retries"][0]["previousError"]["code"] == "ThrottlingException"
     refused = [f for f in cloud.delivery.failures if "/retry" in f.target_arn]
-    assert len(refused) == 1 and "409" in refused[0].error_code + refused[0].error_message
+    assert len(refused) == 1
+    assert "409" in refused[0].error_code + refused[0].error_message
     retried = [d for d in cloud.delivery.delivered if "/retry" in d.target_arn]
     assert [d.status for d in retried] == [202]
 
