@@ -137,6 +137,8 @@ def _demo(template: Path, region: str, tag: str, out: TextIO) -> int:
             say()
             say(summary_table(output))
             say(f"\n{identities.summary()}")
+            cloud.wait_for_executions(timeout=60)
+            say(events_summary(cloud.event_log.events(source="hypd")))
             total = sum((s.get("seconds") or 0) for s in output.get("stages") or [])
             say(
                 f"\nDone: cluster {tag} created in {_duration(total)} of virtual time "
@@ -169,6 +171,18 @@ class IdentityTally:
             f"IAM: {sum(self.calls.values())} AWS calls, each authorised as the role of the "
             f"function or state machine that made it; {denied}\n  {roles}"
         )
+
+
+def events_summary(events: list[dict[str, Any]]) -> str:
+    """One line per detail type: what hypd published on the bus, in order."""
+    by_type: dict[str, list[str]] = {}
+    for event in events:
+        detail = event.get("detail") or {}
+        by_type.setdefault(str(event.get("detail-type")), []).append(
+            str(detail.get("status") or detail.get("health")))
+    lines = [f"Events: {len(events)} published on the bus (docs/automation.md)"]
+    lines += [f"  {kind}: {' -> '.join(statuses)}" for kind, statuses in by_type.items()]
+    return "\n".join(lines)
 
 
 def _duration(seconds: float) -> str:

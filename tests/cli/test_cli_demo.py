@@ -32,6 +32,9 @@ def test_the_demo_creates_a_cluster_with_every_function_under_its_own_role(
     assert {"hypd-ApiFunctionRole", "hypd-ClusterTasksFunctionRole",
             "hypd-CreateClusterStateMachineRole"} <= set(roles)
     assert sum(int(n) for n in roles.values()) == int(identity.group(1))
+    # And hypd published each transition of its operation and its cluster, once
+    assert "  hypd Operation State Change: PENDING -> RUNNING -> SUCCEEDED\n" in demo.out
+    assert "  hypd Cluster State Change: CREATING -> ACTIVE\n" in demo.out
     assert re.search(r"Done: cluster demo created in \d+m\d{2}s of virtual time", demo.out)
 
 
