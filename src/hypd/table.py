@@ -102,3 +102,42 @@ def waiter_key(resource: str, operation_id: str) -> dict[str, str]:
 
 def waiters_partition(resource: str) -> str:
     return f"WAIT#{resource}"
+
+
+def event_key(event_id: str) -> dict[str, str]:
+    """A published event, recorded once (docs/automation.md, "Clients"): keyed by its
+    ``eventId``, so a redelivered event finds its record already written."""
+    return {PK: f"EVENT#{event_id}", SK: "EVENT"}
+
+
+def event_sort_key(recorded_at: str, position: int, event_id: str) -> str:
+    """Where a recorded event sorts in its listings: when hypd recorded it, then its place in
+    the batch it was recorded with (stream order, also within one millisecond)."""
+    return f"{recorded_at}#{position:04d}#{event_id}"
+
+
+def event_index_keys(sort_key: str, kind: str, cluster_tag: str | None) -> list[IndexKey]:
+    """The listings of a recorded event (`kind`: operation, cluster or node), as
+    `operation_index_keys` lists operations."""
+    keys = [IndexKey("GSI2", f"EVENTS#T#{kind}", sort_key), IndexKey("GSI4", "EVENTS", sort_key)]
+    if cluster_tag is not None:
+        keys.append(IndexKey("GSI1", f"EVENTS#C#{cluster_tag}", sort_key))
+        keys.append(IndexKey("GSI3", f"EVENTS#C#{cluster_tag}#T#{kind}", sort_key))
+    return keys
+
+
+def events_partition(cluster_tag: str | None, kind: str | None) -> tuple[str, str]:
+    """The (index, partition key) that lists recorded events for this filter."""
+    if cluster_tag is not None and kind is not None:
+        return "GSI3", f"EVENTS#C#{cluster_tag}#T#{kind}"
+    if cluster_tag is not None:
+        return "GSI1", f"EVENTS#C#{cluster_tag}"
+    if kind is not None:
+        return "GSI2", f"EVENTS#T#{kind}"
+    return "GSI4", "EVENTS"
+
+
+TTL_ATTRIBUTE = "expiresAt"
+"""The table's time-to-live attribute (epoch seconds): DynamoDB deletes an item some time
+after it. Only recorded events carry it. template.yaml's HypdTable must name it in its
+TimeToLiveSpecification (tests/unit/test_table_layout.py)."""

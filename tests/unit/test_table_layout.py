@@ -55,3 +55,22 @@ def test_operations_without_cluster_have_no_cluster_index_keys() -> None:
     keys = table.operation_index_keys("op-2", "2026-01-15T10:00:00.000Z", "RUNNING", None)
     assert {(k.index, k.pk) for k in keys} == {("GSI2", "OPS#S#RUNNING"), ("GSI4", "OPS")}
     assert {k.sk for k in keys} == {"2026-01-15T10:00:00.000Z#op-2"}
+
+
+def test_the_table_expires_items_by_the_ttl_attribute_hypd_writes(
+    template: dict[str, Any],
+) -> None:
+    ttl = hypd_table_properties(template).get("TimeToLiveSpecification") or {}
+    assert ttl == {"AttributeName": table.TTL_ATTRIBUTE, "Enabled": True}
+
+
+def test_recorded_events_use_the_templates_indexes(template: dict[str, Any]) -> None:
+    indexes = {i["IndexName"] for i in hypd_table_properties(template)["GlobalSecondaryIndexes"]}
+    sort = table.event_sort_key("2026-01-15T10:00:00.000Z", 0, "OP#op-1|OP|v1")
+    keys = table.event_index_keys(sort, "operation", "train")
+    assert {key.index for key in keys} == indexes
+    listed = {table.events_partition(c, k)[0] for c in (None, "t") for k in (None, "node")}
+    assert listed == indexes
+    assert {(k.index, k.pk) for k in table.event_index_keys(sort, "node", None)} == {
+        ("GSI2", "EVENTS#T#node"), ("GSI4", "EVENTS")}
+    assert set(table.event_key("OP#op-1|OP|v1")) == {table.PK, table.SK}

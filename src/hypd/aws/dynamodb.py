@@ -207,6 +207,41 @@ class Table:
             last_key=response.get("LastEvaluatedKey"),
         )
 
+    def query_between(
+        self,
+        index: str,
+        partition: str,
+        lower: str,
+        upper: str,
+        *,
+        limit: int,
+        newest_first: bool,
+    ) -> list[dict[str, Any]]:
+        """Up to `limit` items of an index partition whose sort key is between `lower` and
+        `upper` (both included), from the highest sort key down when `newest_first`, else
+        from the lowest up. Reads on past DynamoDB's 1 MB pages until `limit` items came."""
+        sort = f"{index}SK"
+        kwargs: dict[str, Any] = {
+            "TableName": self.name,
+            "IndexName": index,
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lower AND :upper",
+            "ExpressionAttributeNames": {"#pk": f"{index}PK", "#sk": sort},
+            "ExpressionAttributeValues": {
+                ":pk": _s(partition), ":lower": _s(lower), ":upper": _s(upper)},
+            "ScanIndexForward": not newest_first,
+        }
+        items: list[dict[str, Any]] = []
+        try:
+            while len(items) < limit:
+                response = self._client.query(**kwargs, Limit=limit - len(items))
+                items.extend(response.get("Items", []))
+                if not response.get("LastEvaluatedKey"):
+                    break
+                kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        except (ClientError, *NETWORK_ERRORS) as exc:
+            raise translate(exc, f"querying {index} of table {self.name}") from exc
+        return items
+
     def query_all(
         self, index: str, partition: str, page_size: int = 100
     ) -> Iterator[dict[str, Any]]:

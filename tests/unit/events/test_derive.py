@@ -148,3 +148,15 @@ def test_other_items_and_removals_make_none() -> None:
     assert derive(image(operation), None) == []
     lock = encode_item(lock_key("cluster#train"), {"owner": operation.id}, version=1)
     assert derive(None, lock) == []
+
+
+def test_each_event_carries_the_time_its_transition_was_written() -> None:
+    # the record's updatedAt: the same on every delivery of the write
+    pending = lifecycle.new_operation(OperationKind.CREATE_CLUSTER, cluster_tag="train")
+    (operation_event,) = derive(None, image(pending))
+    (cluster_event,) = derive(None, cluster(ClusterStatus.CREATING, "2026-12-03T10:00:00Z"))
+    (node_event,) = derive(None, node("Unhealthy", "e-07"))
+
+    assert operation_event.time == pending.updated_at
+    assert cluster_event.time == "2026-12-03T10:00:00Z"
+    assert node_event.time == "2026-12-03T10:00:07Z"
