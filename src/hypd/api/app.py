@@ -91,6 +91,7 @@ ROUTE_MODULES: Mapping[str, tuple[str, ...]] = {
         "PUT /clusters/<tag>/protection",
         "DELETE /clusters/<tag>",
     ),
+    "events": ("GET /events",),
 }
 """Each route module of `hypd.api` and the routes (`METHOD rule`) its router declares, in the
 order the app includes them all. tests/unit/test_api_routes.py checks it against the routers,

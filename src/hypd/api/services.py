@@ -10,6 +10,7 @@ from hypd.capacity.state import AutoscalingStore
 from hypd.clusters.store import ClusterStore
 from hypd.config import STATE_MACHINE_SETTINGS
 from hypd.errors import PermanentError
+from hypd.events.store import EventStore
 from hypd.features.state import FeatureClients
 from hypd.health.policy import PolicyStore
 from hypd.health.records import HealthStore
@@ -34,6 +35,7 @@ class ApiServices:
     autoscaling: AutoscalingStore | None = None
     health: HealthStore | None = None
     policies: PolicyStore | None = None
+    events: EventStore | None = None
     client: Callable[[str], Any] | None = None
     """A boto3 client per service (the features' reads), made on first use."""
     kubernetes: Callable[[str], Any] | None = None
@@ -76,6 +78,9 @@ class ApiServices:
 
     def policy_store(self) -> PolicyStore:
         return _configured(self.policies, "the health policy store")
+
+    def event_store(self) -> EventStore:
+        return _configured(self.events, "the event store")
 
 
 S = TypeVar("S")

@@ -7,6 +7,7 @@ from hypd.aws.clients import lazy_client, regional_clients
 from hypd.capacity.state import AutoscalingStore
 from hypd.clusters.store import ClusterStore
 from hypd.config import ApiSettings
+from hypd.events.store import EventStore
 from hypd.health.policy import PolicyStore
 from hypd.health.records import HealthStore
 from hypd.kubernetes.client import ClusterAccess
@@ -29,6 +30,7 @@ def services(settings: ApiSettings) -> ApiServices:
         autoscaling=AutoscalingStore(records),
         health=HealthStore(records),
         policies=PolicyStore(records),
+        events=EventStore(records),
         client=lazy,
         kubernetes=ClusterAccess(
             lambda: lazy("eks"), lambda: settings.region
