@@ -114,6 +114,7 @@ ROUTES: dict[str, Route] = {
     ),
     "deleteInferenceEndpoint": Route("DELETE", "/clusters/{tag}/inference-endpoints/{name}",
                                      ("namespace",)),
+    "listEvents": Route("GET", "/events", ("cluster", "since", "detailType", "limit")),
 }
 
 
@@ -433,6 +434,17 @@ class ApiClient:
 
     def get_operation(self, operation_id: str) -> dict[str, Any]:
         return self.call("getOperation", operationId=operation_id)
+
+    def list_events(
+        self,
+        *,
+        cluster: str | None = None,
+        since: str | None = None,
+        detail_type: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        return self.call("listEvents", cluster=cluster, since=since, detailType=detail_type,
+                         limit=limit)
 
     def retry_operation(self, operation_id: str) -> dict[str, Any]:
         return self.call("retryOperation", operationId=operation_id)

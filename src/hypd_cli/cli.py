@@ -40,10 +40,11 @@ EXIT_TIMEOUT = 4  # ops watch --timeout ran out while the operation was still ru
 EXIT_INTERRUPTED = 130  # Ctrl+C (128 + SIGINT)
 
 # Every API command and the one REST operation (operationId in docs/openapi.json) it runs.
-# `ops watch` repeats getOperation; `--wait` (every command that starts an operation) follows
-# the accepted operation with getOperation; the interactive create offers choices from the
-# catalogue. Several commands may run one operation (`groups scale` and `groups update` both
-# PATCH the group; `autoscaling enable` and `disable` both PUT the autoscaling).
+# `ops watch` repeats getOperation and `events tail --follow` listEvents; `--wait` (every
+# command that starts an operation) follows the accepted operation with getOperation; the
+# interactive create offers choices from the catalogue. Several commands may run one
+# operation (`groups scale` and `groups update` both PATCH the group; `autoscaling enable` and
+# `disable` both PUT the autoscaling).
 COMMANDS: dict[str, str] = {
     "clusters list": "listClusters",
     "clusters get": "getCluster",
@@ -90,6 +91,7 @@ COMMANDS: dict[str, str] = {
     "ops watch": "getOperation",
     "ops retry": "retryOperation",
     "ops cancel": "cancelOperation",
+    "events tail": "listEvents",
     "catalog zones": "listAvailabilityZones",
     "catalog instance-types": "listInstanceTypes",
     "catalog training-plans": "listTrainingPlans",

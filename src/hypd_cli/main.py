@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.jobs",
     "hypd_cli.endpoints",
     "hypd_cli.operations",
+    "hypd_cli.events",
     "hypd_cli.catalog",
     "hypd_cli.mcp_command",
 )

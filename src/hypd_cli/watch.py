@@ -81,10 +81,19 @@ def _poll(
     ctx: Context, operation_id: str, interval: float, sleep: Callable[[float], None]
 ) -> dict[str, Any]:
     """getOperation, riding out a few temporary failures in a row (with back-off)."""
+    return ride_out(ctx, lambda: ctx.client.get_operation(operation_id), interval, sleep)
+
+
+def ride_out(
+    ctx: Context, call: Callable[[], dict[str, Any]], interval: float,
+    sleep: Callable[[float], None],
+) -> dict[str, Any]:
+    """One poll of a follow (``ops watch``, ``events tail --follow``): ``call``, tried again
+    after a temporary failure (unreachable, 429, 5xx), with back-off, a few times in a row."""
     failures = 0
     while True:
         try:
-            return ctx.client.get_operation(operation_id)
+            return call()
         except (ApiUnreachable, ApiError) as exc:
             if isinstance(exc, ApiError) and not exc.temporary:
                 raise

@@ -15,7 +15,7 @@ from hypd_cli.main import build_parser
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
 API_GROUPS = {"clusters", "groups", "nodes", "autoscaling", "health", "features", "teams", "jobs",
-              "endpoints", "ops", "catalog"}
+              "endpoints", "ops", "events", "catalog"}
 
 
 def document_operations() -> dict[str, dict[str, Any]]:
