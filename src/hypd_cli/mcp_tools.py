@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from hypd.api.event_models import EventList
 from hypd.api.models import (
     AutoscalingUnchanged,
     AutoscalingView,
@@ -167,6 +168,19 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         OperationView,
         advice="Only when the user asks. Poll with operation_get_status until CANCELLED.",
         destructive=True,
+    ),
+    ToolSpec(
+        "events_list_recent",
+        "listEvents",
+        EventList,
+        advice=(
+            "Read-only. What happened lately, newest last: give cluster for one cluster's "
+            "events, detailType for one kind, limit for how many (default 50). Each event's "
+            "detail says what changed (an operation's status, stage and error; a cluster's "
+            "status; a node's health and repair); follow an operation it names with "
+            "operation_get_status. To see only what came after an earlier answer, pass its "
+            "next as since."
+        ),
     ),
     ToolSpec(
         "catalog_availability_zones",

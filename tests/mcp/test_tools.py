@@ -44,6 +44,7 @@ TOOLS = {
     "operation_get_status": "getOperation",
     "operation_retry": "retryOperation",
     "operation_cancel": "cancelOperation",
+    "events_list_recent": "listEvents",
     "catalog_availability_zones": "listAvailabilityZones",
     "catalog_instance_types": "listInstanceTypes",
     "catalog_training_plans": "listTrainingPlans",
