@@ -66,7 +66,8 @@ def tail(argv: list[str], client: ScriptedEvents,
 
 
 def out(ctx: Context) -> list[str]:
-    return ctx.out.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert isinstance(ctx.out, io.StringIO)
+    return ctx.out.getvalue().splitlines()
 
 
 def test_each_event_is_one_line_of_what_changed_newest_last(run_cli: RunCli,
