@@ -18,7 +18,7 @@ from hypd.operations import lifecycle
 from hypd.operations.models import OperationKind
 from hypd.operations.store import OperationStore
 from tests.unit.events.schemas import validator
-from tests.unit.support import ACCOUNT, REGION, FakeClock, FakeLambdaContext
+from tests.unit.support import ACCOUNT, REGION, FakeClock, FakeLambdaContext, load_event
 from tests.unit.test_api_handler import Response, api_event, assert_validation_error, load_api
 
 pytestmark = pytest.mark.usefixtures("fresh_imports")
@@ -148,3 +148,17 @@ def test_bad_input_is_a_400_naming_the_field(
     api: Api, query: dict[str, str], field: str
 ) -> None:
     assert_validation_error(list_events(api, **query), field)
+
+
+def test_the_sample_event_is_answered(api: Api, table: Table, fixed_clock: FakeClock) -> None:
+    # events/api-list-events.json: a cluster's operation events, as API Gateway sends them
+    record_operation(table, "demo")
+    record_cluster(table, "demo", "2026-01-15T10:00:00.000Z")
+    fixed_clock.advance(SETTLE.total_seconds())
+
+    raw = api.module.handler(load_event("api-list-events.json"), FakeLambdaContext("hypd-api"))
+
+    assert raw["statusCode"] == 200, raw["body"]
+    events = json.loads(raw["body"])["events"]
+    assert [(e["detail-type"], e["detail"]["clusterTag"]) for e in events] == [
+        ("hypd Operation State Change", "demo")]
