@@ -111,8 +111,8 @@ def event_key(event_id: str) -> dict[str, str]:
 
 
 def event_sort_key(recorded_at: str, position: int, event_id: str) -> str:
-    """Where a recorded event sorts in its listings: when hypd recorded it, then its place in
-    the batch it was recorded with (stream order, also within one millisecond)."""
+    """Where a recorded event sorts in its listings: when hypd recorded it, then its place
+    among the events its publisher recorded in that millisecond (stream order)."""
     return f"{recorded_at}#{position:04d}#{event_id}"
 
 

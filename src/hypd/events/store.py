@@ -22,7 +22,9 @@ The layout (docs/automation.md, "Clients"; keys in `hypd.table`):
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -96,27 +98,36 @@ class EventPage:
 class EventStore:
     def __init__(self, table: Table) -> None:
         self._table = table
+        self._lock = threading.Lock()
+        self._last = ("", -1)
+        """The millisecond and position of the last event this store recorded: the next
+        one in the same millisecond (the next request's events, on a clock that did not
+        move) takes the next position, so one publisher's events keep their order."""
 
     # ------------------------------------------------------------------ writes
-    def record(self, events: Iterable[Event], *, source: str) -> int:
+    def record(self, events: Iterable[Event], *, source: str) -> None:
         """Record ``events`` (published with ``source``), in the order given; an event
-        recorded already (a redelivery) is left as it was. Returns how many were new.
+        recorded already (a redelivery) is left as it was. The publisher's ``keep``
+        (`hypd.events.publish`): ``functools.partial(store.record, source=source)``.
 
         Raises:
             ValueError: an event without its ``time`` (`hypd.events.derive` sets it).
             TemporaryError: DynamoDB throttled or failed (translated by the adapter).
         """
-        recorded_at = clock.now_iso()
-        added = 0
-        for position, event in enumerate(events):
-            try:
-                # attribute_not_exists(PK): recorded once; a redelivery keeps its first place.
+        for event in events:
+            recorded_at, position = self._place()
+            # attribute_not_exists(PK): recorded once; a redelivery keeps its first place.
+            with contextlib.suppress(ConditionFailed):
                 self._table.put(self._encode(event, source, recorded_at, position),
                                 condition="attribute_not_exists(PK)")
-            except ConditionFailed:
-                continue
-            added += 1
-        return added
+
+    def _place(self) -> tuple[str, int]:
+        """(when, position within that millisecond) of the next event recorded."""
+        with self._lock:
+            now = clock.now_iso()
+            last, position = self._last
+            self._last = (now, position + 1 if now == last else 0)
+            return self._last
 
     # ------------------------------------------------------------------ reads
     def list_recent(
