@@ -67,7 +67,7 @@ ROUTES: dict[str, Route] = {
     "discoverClusters": Route("POST", "/clusters/discover", has_body=True),
     "listOperations": Route("GET", "/operations", ("clusterTag", "status", "limit", "nextToken")),
     "getOperation": Route("GET", "/operations/{operationId}"),
-    "retryOperation": Route("POST", "/operations/{operationId}/retry"),
+    "retryOperation": Route("POST", "/operations/{operationId}/retry", ("maxRetries",)),
     "cancelOperation": Route("POST", "/operations/{operationId}/cancel"),
     "listAvailabilityZones": Route("GET", "/catalog/availability-zones"),
     "listInstanceTypes": Route("GET", "/catalog/instance-types", ("availabilityZone",)),

@@ -44,6 +44,15 @@ def test_a_create_publishes_each_transition_of_its_operation_and_cluster_once(
     assert final["time"] == done["updatedAt"][:19] + "Z"
     check_published_events(cloud, api)
 
+    # And GET /events gives back what the bus received for the cluster, in order, once its
+    # settling window has passed
+    cloud.clock.advance(5)
+    listed = api.get("/events", cluster="e2e", limit=200)["events"]
+    on_bus = [e for e in published(cloud) if e["detail"].get("clusterTag", e["detail"].get(
+        "tag")) == "e2e"]
+    assert [e["detail"]["eventId"] for e in listed] == [e["detail"]["eventId"] for e in on_bus]
+    assert [e["detail-type"] for e in listed] == [e["detail-type"] for e in on_bus]
+
 
 def test_a_failure_and_its_retry_are_published_with_the_error_and_the_stage(
         api: ApiClient, cloud: Any) -> None:
