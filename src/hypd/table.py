@@ -68,26 +68,40 @@ def _operation_sort_key(created_at: str, operation_id: str) -> str:
     return f"{created_at}#{operation_id}"
 
 
+def _listing_keys(prefix: str, facet: str, value: str, cluster_tag: str | None,
+                  sort: str) -> list[IndexKey]:
+    """The four listings of an item (operations, recorded events): all (GSI4), by a facet
+    (GSI2: an operation's status, an event's kind), a cluster's (GSI1), a cluster's by the
+    facet (GSI3)."""
+    keys = [IndexKey("GSI2", f"{prefix}#{facet}#{value}", sort), IndexKey("GSI4", prefix, sort)]
+    if cluster_tag is not None:
+        keys.append(IndexKey("GSI1", f"{prefix}#C#{cluster_tag}", sort))
+        keys.append(IndexKey("GSI3", f"{prefix}#C#{cluster_tag}#{facet}#{value}", sort))
+    return keys
+
+
+def _listing(prefix: str, facet: str, cluster_tag: str | None,
+             value: str | None) -> tuple[str, str]:
+    """The (index, partition key) of the listing for this filter (`_listing_keys`)."""
+    if cluster_tag is not None and value is not None:
+        return "GSI3", f"{prefix}#C#{cluster_tag}#{facet}#{value}"
+    if cluster_tag is not None:
+        return "GSI1", f"{prefix}#C#{cluster_tag}"
+    if value is not None:
+        return "GSI2", f"{prefix}#{facet}#{value}"
+    return "GSI4", prefix
+
+
 def operation_index_keys(
     operation_id: str, created_at: str, status: str, cluster_tag: str | None
 ) -> list[IndexKey]:
-    sort = _operation_sort_key(created_at, operation_id)
-    keys = [IndexKey("GSI2", f"OPS#S#{status}", sort), IndexKey("GSI4", "OPS", sort)]
-    if cluster_tag is not None:
-        keys.append(IndexKey("GSI1", f"OPS#C#{cluster_tag}", sort))
-        keys.append(IndexKey("GSI3", f"OPS#C#{cluster_tag}#S#{status}", sort))
-    return keys
+    return _listing_keys("OPS", "S", status, cluster_tag,
+                         _operation_sort_key(created_at, operation_id))
 
 
 def operations_partition(cluster_tag: str | None, status: str | None) -> tuple[str, str]:
     """The (index, partition key) that lists operations for this filter, newest first."""
-    if cluster_tag is not None and status is not None:
-        return "GSI3", f"OPS#C#{cluster_tag}#S#{status}"
-    if cluster_tag is not None:
-        return "GSI1", f"OPS#C#{cluster_tag}"
-    if status is not None:
-        return "GSI2", f"OPS#S#{status}"
-    return "GSI4", "OPS"
+    return _listing("OPS", "S", cluster_tag, status)
 
 
 def lock_key(scope: str) -> dict[str, str]:
@@ -119,22 +133,12 @@ def event_sort_key(recorded_at: str, position: int, event_id: str) -> str:
 def event_index_keys(sort_key: str, kind: str, cluster_tag: str | None) -> list[IndexKey]:
     """The listings of a recorded event (`kind`: operation, cluster or node), as
     `operation_index_keys` lists operations."""
-    keys = [IndexKey("GSI2", f"EVENTS#T#{kind}", sort_key), IndexKey("GSI4", "EVENTS", sort_key)]
-    if cluster_tag is not None:
-        keys.append(IndexKey("GSI1", f"EVENTS#C#{cluster_tag}", sort_key))
-        keys.append(IndexKey("GSI3", f"EVENTS#C#{cluster_tag}#T#{kind}", sort_key))
-    return keys
+    return _listing_keys("EVENTS", "T", kind, cluster_tag, sort_key)
 
 
 def events_partition(cluster_tag: str | None, kind: str | None) -> tuple[str, str]:
     """The (index, partition key) that lists recorded events for this filter."""
-    if cluster_tag is not None and kind is not None:
-        return "GSI3", f"EVENTS#C#{cluster_tag}#T#{kind}"
-    if cluster_tag is not None:
-        return "GSI1", f"EVENTS#C#{cluster_tag}"
-    if kind is not None:
-        return "GSI2", f"EVENTS#T#{kind}"
-    return "GSI4", "EVENTS"
+    return _listing("EVENTS", "T", cluster_tag, kind)
 
 
 TTL_ATTRIBUTE = "expiresAt"
