@@ -124,3 +124,25 @@ def test_a_role_that_cannot_reach_the_destination_is_refused() -> None:
     with pytest.raises(TemplateError, match="does not have permissions to call SendMessage on SQS"
                        ), LocalCloud(TEMPLATE, template_edit=_without("sqs:SendMessage")):
         pass
+
+
+def test_a_cancelled_transaction_leaves_no_record_and_a_committed_one_its_writes(
+        cloud: LocalCloud) -> None:
+    dynamodb = cloud.client("dynamodb")
+    table = cloud.resources["SourceTable"]
+    write(cloud, "held")
+
+    def transaction(condition: str) -> list[dict[str, Any]]:
+        return [
+            {"Put": {"TableName": table, "Item": {"PK": {"S": "t1"}}}},
+            {"Put": {"TableName": table, "Item": {"PK": {"S": "held"}, "v": {"N": "2"}},
+                     "ConditionExpression": condition}},
+        ]
+
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+        dynamodb.transact_write_items(TransactItems=transaction("attribute_not_exists(PK)"))
+    dynamodb.transact_write_items(TransactItems=transaction("attribute_exists(PK)"))
+    cloud.wait_for_executions()
+
+    # the cancelled one's put of t1 never reached the stream; the committed one's did, once
+    assert processed(reader().SEEN) == ["held", "t1", "held"]
