@@ -24,6 +24,7 @@ from botocore.credentials import Credentials
 from hypd_local.clock import VirtualClock
 from hypd_local.credentials import signing_as
 from hypd_local.lambdas import Invocation, LambdaRuntime
+from hypd_local.queues import send_to_queue
 from hypd_local.template import FunctionSpec
 
 LOG = logging.getLogger(__name__)
@@ -106,9 +107,7 @@ class AsyncInvoker:
         service = arn.split(":")[2]
         body = json.dumps(record)
         if service == "sqs":
-            url = self._queue_url(arn)
-            with signing_as(credentials):
-                self._client("sqs").send_message(QueueUrl=url, MessageBody=body)
+            send_to_queue(self._client, arn, body, credentials=credentials)
         elif service == "sns":
             with signing_as(credentials):
                 self._client("sns").publish(TopicArn=arn, Message=body)
@@ -138,21 +137,8 @@ class AsyncInvoker:
             with signing_as(credentials):
                 self._client("sns").publish(TopicArn=arn, Message=json.dumps(event))
             return
-        url = self._queue_url(arn)
-        with signing_as(credentials):
-            self._client("sqs").send_message(
-                QueueUrl=url,
-                MessageBody=json.dumps(event),
-                MessageAttributes={k: {"DataType": "String", "StringValue": v}
-                                   for k, v in attributes.items()},
-            )
-
-    def _queue_url(self, arn: str) -> str:
-        parts = arn.split(":")
-        url: str = self._client("sqs").get_queue_url(
-            QueueName=parts[5], QueueOwnerAWSAccountId=parts[4]
-        )["QueueUrl"]
-        return url
+        send_to_queue(self._client, arn, json.dumps(event), attributes=attributes,
+                      credentials=credentials)
 
 
 def _record(

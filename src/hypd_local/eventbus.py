@@ -36,6 +36,7 @@ from hypd_local.activity import Activity
 from hypd_local.apitarget import ApiArn, ApiTargets
 from hypd_local.asyncinvoke import AsyncInvoker
 from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
+from hypd_local.queues import send_to_queue
 
 LOG = logging.getLogger(__name__)
 
@@ -202,9 +203,6 @@ class EventDelivery:
         if not dlq_arn:
             return
         try:
-            sqs = self._client("sqs")
-            parts = str(dlq_arn).split(":")
-            url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
             attributes = {
                 "RULE_ARN": rule_arn,
                 "TARGET_ARN": failure.target_arn,
@@ -214,14 +212,7 @@ class EventDelivery:
             }
             if exhausted:
                 attributes["EXHAUSTED_RETRY_CONDITION"] = exhausted
-            sqs.send_message(
-                QueueUrl=url,
-                MessageBody=json.dumps(event),
-                MessageAttributes={
-                    key: {"DataType": "String", "StringValue": value}
-                    for key, value in attributes.items()
-                },
-            )
+            send_to_queue(self._client, str(dlq_arn), json.dumps(event), attributes=attributes)
         except Exception:
             LOG.exception("cannot send the failed event to the dead-letter queue %s", dlq_arn)
 

@@ -47,7 +47,8 @@ from typing import Any
 
 from hypd_local.activity import Activity
 from hypd_local.clock import VirtualClock
-from hypd_local.credentials import RoleNotAssumable, Session, signing_as
+from hypd_local.credentials import RoleNotAssumable, Session, signing_as, signing_credentials
+from hypd_local.queues import send_to_queue
 from hypd_local.schedule_expr import At, Cron, InvalidExpression, Rate, parse, zone
 
 LOG = logging.getLogger(__name__)
@@ -325,22 +326,16 @@ class Scheduler:
 
     def _send_message(self, parts: list[str], target: dict[str, Any],
                       payload: str | None) -> None:
-        sqs = self._client("sqs")
-        with signing_as(None):  # the URL is Scheduler's business, not the role's
-            url = sqs.get_queue_url(QueueName=parts[5],
-                                    QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
-        args: dict[str, Any] = {"QueueUrl": url, "MessageBody": payload or ""}
-        group = (target.get("SqsParameters") or {}).get("MessageGroupId")
-        if group:
-            args["MessageGroupId"] = group
-        sqs.send_message(**args)
+        # signed as the schedule's role: the caller (_invoke) signs with it
+        send_to_queue(self._client, ":".join(parts), payload or "",
+                      group=(target.get("SqsParameters") or {}).get("MessageGroupId"),
+                      credentials=signing_credentials())
 
     def _dead_letter(self, occurrence: Occurrence, failure: ScheduledInvocation,
                      execution_id: str) -> None:
         dlq_arn = (occurrence.target.get("DeadLetterConfig") or {}).get("Arn")
         if not dlq_arn:
             return
-        parts = str(dlq_arn).split(":")
         attributes = {
             "ERROR_CODE": failure.error_code or "-",
             "ERROR_MESSAGE": failure.error_message[:256] or "-",
@@ -354,14 +349,9 @@ class Scheduler:
         if failure.exhausted:
             attributes["EXHAUSTED_RETRY_CONDITION"] = failure.exhausted
         try:
-            sqs = self._client("sqs")
-            url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])[
-                "QueueUrl"]
-            with signing_as(self._role(occurrence).credentials):
-                sqs.send_message(QueueUrl=url, MessageBody=failure.payload or "{}",
-                                 MessageAttributes={
-                                     key: {"DataType": "String", "StringValue": value}
-                                     for key, value in attributes.items()})
+            send_to_queue(self._client, str(dlq_arn), failure.payload or "{}",
+                          attributes=attributes,
+                          credentials=self._role(occurrence).credentials)
         except Exception:
             LOG.exception("schedule %s: cannot send the dead-letter event to %s",
                           occurrence.schedule_arn, dlq_arn)

@@ -37,11 +37,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.credentials import Credentials
+
 from hypd_local.activity import Activity
 from hypd_local.clock import VirtualClock
+from hypd_local.credentials import signing_as
 from hypd_local.iam.policy import Request, decide
 from hypd_local.iam.principals import Directory
 from hypd_local.lambdas import LambdaRuntime
+from hypd_local.queues import send_to_queue
 from hypd_local.template_specs import FunctionSpec, StreamMappingSpec
 
 LOG = logging.getLogger(__name__)
@@ -272,7 +276,8 @@ class StreamDelivery:
             },
         }
         try:
-            _send(self._client, spec.on_failure, json.dumps(record))
+            _send(self._client, spec.on_failure, json.dumps(record),
+                  self._lambdas.credentials_of(mapping.function))
         except Exception:
             LOG.exception("cannot send the failed batch of %s to %s", spec.logical_id,
                           spec.on_failure)
@@ -302,14 +307,14 @@ def _processed(part: Sequence[Mapping[str, Any]], answer: Any, report: bool) -> 
     return min(positions)
 
 
-def _send(client: Callable[[str], Any], arn: str, body: str) -> None:
-    parts = arn.split(":")
-    if parts[2] == "sqs":
-        sqs = client("sqs")
-        url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
-        sqs.send_message(QueueUrl=url, MessageBody=body)
+def _send(client: Callable[[str], Any], arn: str, body: str,
+          credentials: Credentials | None) -> None:
+    """To the on-failure destination, as the function's role (Lambda sends with it)."""
+    if arn.split(":")[2] == "sqs":
+        send_to_queue(client, arn, body, credentials=credentials)
     else:
-        client("sns").publish(TopicArn=arn, Message=body)
+        with signing_as(credentials):
+            client("sns").publish(TopicArn=arn, Message=body)
 
 
 def _table_name(stream_arn: str) -> str:
