@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypd_cli.choosing import accelerators
 from hypd_cli.cli import EXIT_OK, Context, api_command
-from hypd_cli.output import print_json, print_table, short_time
+from hypd_cli.output import gib, print_json, print_table, short_time
 
 
 def register(subparsers: Any) -> None:
@@ -73,24 +74,6 @@ def list_training_plans(ctx: Context) -> int:
     ]
     print_table(ctx, ("NAME", "STATUS", "CAPACITY", "ZONES", "START", "END", "ARN"), rows)
     return EXIT_OK
-
-
-def gib(mib: int | None) -> str:
-    if not mib:
-        return "-"
-    return f"{mib // 1024} GiB" if mib % 1024 == 0 else f"{mib / 1024:.1f} GiB"
-
-
-def accelerators(instance_type: dict[str, Any]) -> str:
-    """``1 x NVIDIA L4 (24 GiB)``, ``16 x AWS Trainium``, or ``-``."""
-    parts = []
-    for gpu in instance_type.get("gpus") or []:
-        memory = f" ({gib(gpu['memoryMiB'])})" if gpu.get("memoryMiB") else ""
-        parts.append(f"{gpu['count']} x {gpu.get('manufacturer', '')} {gpu['name']}{memory}"
-                     .replace("  ", " "))
-    for device in instance_type.get("neuronDevices") or []:
-        parts.append(f"{device.get('count')} x {device.get('name')}")
-    return ", ".join(parts) or "-"
 
 
 def efa(instance_type: dict[str, Any]) -> str:

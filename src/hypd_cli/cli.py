@@ -190,6 +190,12 @@ class Context:
 Command = Callable[[Context], int]
 
 
+def flags_given(args: argparse.Namespace, flags: Sequence[str]) -> list[str]:
+    """The ``--flag`` spellings of those of ``flags`` (argparse dests) the command was given."""
+    return [f"--{flag.replace('_', '-')}" for flag in flags
+            if getattr(args, flag) not in (None, False)]
+
+
 def body_from_flags(
     ctx: Context, flags: Sequence[str], build: Callable[[], dict[str, Any]]
 ) -> dict[str, Any]:
@@ -198,8 +204,7 @@ def body_from_flags(
     args = ctx.args
     if args.from_file is None:
         return build()
-    others = [f"--{flag.replace('_', '-')}" for flag in flags
-              if flag != "from_file" and getattr(args, flag) not in (None, False)]
+    others = flags_given(args, [flag for flag in flags if flag != "from_file"])
     if others:
         raise UsageError(f"--from-file gives the whole request; drop {', '.join(others)}")
     return read_json_body(args.from_file, ctx)

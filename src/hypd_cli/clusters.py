@@ -6,7 +6,15 @@ import argparse
 import textwrap
 from typing import Any
 
-from hypd_cli.cli import EXIT_FAILED, EXIT_OK, Context, UsageError, api_command, body_from_flags
+from hypd_cli.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Context,
+    UsageError,
+    api_command,
+    body_from_flags,
+    flags_given,
+)
 from hypd_cli.group_flags import group_keys_help, parse_group
 from hypd_cli.operations import add_paging, add_wait_flag, follow_accepted, next_page_hint
 from hypd_cli.output import key_values, print_json, print_table, short_time
@@ -38,7 +46,11 @@ def register(subparsers: Any) -> None:
         description=textwrap.fill(
             "Create a HyperPod cluster on EKS. With flags it asks nothing; with no flags it "
             "asks the decision-grade questions (tag, zone, instance type, count, capacity, "
-            "storage), offering choices from the catalogue, then asks to confirm."),
+            "storage), offering choices from the catalogue, then asks to confirm. The "
+            "instance types come accelerated first, grouped by accelerator, each with its "
+            "GPUs or Neuron devices, vCPUs, memory, EFA and the zone's training plans for it; "
+            "answer a number or a type, or type part of a name or an accelerator (g6, h100, "
+            "trainium, efa, cpu) to narrow the list."),
         epilog=group_keys_help() + "\n\nexample:\n"
         "  hypd clusters create --tag demo --zone us-west-2a \\\n"
         "    --group name=gpu,type=ml.g6.4xlarge,count=1,capacity=on-demand \\\n"
@@ -178,7 +190,7 @@ def discover_clusters(ctx: Context) -> int:
 def create_cluster(ctx: Context) -> int:
     args = ctx.args
     body: dict[str, Any] | None
-    if any(getattr(args, flag) not in (None, False) for flag in REQUEST_FLAGS):
+    if flags_given(args, REQUEST_FLAGS):
         body = request_from_flags(args, ctx)
     else:
         from hypd_cli.prompts import ask_create_request

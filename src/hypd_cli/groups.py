@@ -11,7 +11,15 @@ import argparse
 import textwrap
 from typing import Any
 
-from hypd_cli.cli import EXIT_OK, Context, UsageError, api_command, body_from_flags
+from hypd_cli.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Context,
+    UsageError,
+    api_command,
+    body_from_flags,
+    flags_given,
+)
 from hypd_cli.group_flags import (
     add_kubernetes_flags,
     group_keys_help,
@@ -46,10 +54,18 @@ def register(subparsers: Any) -> None:
         description=textwrap.fill(
             "Add an instance group. Its name, type, capacity type (on-demand, spot or a "
             "training plan), zone, subnet and EFA networking are fixed for its life. Without "
-            "--zone a training-plan group takes the plan's zone, any other the cluster's."),
-        epilog=group_keys_help() + "\n\nexample:\n  hypd groups add demo \\\n"
+            "--zone a training-plan group takes the plan's zone, any other the cluster's.")
+        + "\n\n" + textwrap.fill(
+            "With no flags but the tag it asks: the group's name, its zone (default: the "
+            "zone of the cluster's groups), the instance type (accelerated types first, by "
+            "accelerator; type part of a name or an accelerator, e.g. h100, g6, trainium, to "
+            "narrow the list), the count and the capacity (on-demand, spot, or a training "
+            "plan of that zone and type); then shows the request and the same command with "
+            "flags, and asks to confirm."),
+        epilog=group_keys_help() + "\n\nexamples:\n  hypd groups add demo \\\n"
         "    --group name=spot,type=ml.g6.4xlarge,count=2,capacity=spot \\\n"
-        "    --label team=ml --taint dedicated=ml:NoSchedule --wait",
+        "    --label team=ml --taint dedicated=ml:NoSchedule --wait\n"
+        "  hypd groups add demo --wait        # asks",
     )
     add.add_argument("tag", metavar="TAG")
     add.add_argument("--group", metavar="KEY=VALUE,...",
@@ -165,7 +181,15 @@ def flags(group: dict[str, Any]) -> str:
 
 
 def add_group(ctx: Context) -> int:
-    body = body_from_flags(ctx, ADD_FLAGS, lambda: _add_body(ctx.args))
+    body: dict[str, Any] | None
+    if flags_given(ctx.args, ADD_FLAGS):
+        body = body_from_flags(ctx, ADD_FLAGS, lambda: _add_body(ctx.args))
+    else:
+        from hypd_cli.prompts import ask_group_request
+
+        body = ask_group_request(ctx, ctx.args.tag)
+    if body is None:
+        return EXIT_FAILED
     accepted = ctx.client.add_instance_group(ctx.args.tag, body)
     return follow_accepted(
         ctx, accepted, f"Adding instance group {body.get('name')} to cluster {ctx.args.tag}"
@@ -175,7 +199,7 @@ def add_group(ctx: Context) -> int:
 def _add_body(args: argparse.Namespace) -> dict[str, Any]:
     """The POST /clusters/{tag}/instance-groups body from the flags."""
     if not args.group:
-        raise UsageError("missing --group (or --from-file)")
+        raise UsageError("missing --group (or --from-file; or give no flags to be asked)")
     body = {**parse_group(args.group), **kubernetes_fields(args)}
     if args.deep_health_check:
         body["deepHealthChecks"] = args.deep_health_check

@@ -34,6 +34,13 @@ def key_values(rows: Sequence[tuple[str, object]]) -> str:
     )
 
 
+def gib(mib: int | None) -> str:
+    """MiB as ``80 GiB`` or ``22.4 GiB``; ``-`` for none."""
+    if not mib:
+        return DASH
+    return f"{mib // 1024} GiB" if mib % 1024 == 0 else f"{mib / 1024:.1f} GiB"
+
+
 def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None

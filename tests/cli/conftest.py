@@ -7,7 +7,8 @@ captured, so ``--output json`` can be parsed as it is.
 
 Every run records the REST operations the command called (`Run.calls`) and checks them against
 the command table: a command calls its one operation (plus getOperation to wait, plus the
-catalogue for the interactive create), nothing else.
+catalogue for the interactive create and add, and the cluster's groups for the add), nothing
+else.
 
 Without a cloud, `canned` gives the CLI the real client over canned answers (`CannedApi`).
 """
@@ -24,8 +25,9 @@ from typing import Any
 import pytest
 
 from hypd_cli.api_client import ApiClient, ApiError
-from hypd_cli.cli import COMMANDS
+from hypd_cli.cli import COMMANDS, flags_given
 from hypd_cli.clusters import REQUEST_FLAGS
+from hypd_cli.groups import ADD_FLAGS
 from hypd_cli.main import build_parser, hoist_global_options, main
 
 CATALOG = {"listAvailabilityZones", "listInstanceTypes", "listTrainingPlans"}
@@ -131,8 +133,11 @@ def check_calls(argv: Sequence[str], calls: list[str]) -> None:
         allowed = {COMMANDS["clusters plan"]}  # --plan is `clusters plan`: it deletes nothing
     if getattr(args, "wait", False) or name == "ops watch":
         allowed.add("getOperation")
-    if name == "clusters create" and not any(getattr(args, f) for f in REQUEST_FLAGS):
+    if name == "clusters create" and not flags_given(args, REQUEST_FLAGS):
         allowed |= CATALOG  # the interactive create offers the catalogue's choices
+    if name == "groups add" and not flags_given(args, ADD_FLAGS):
+        # the interactive add reads the cluster's groups, then offers the catalogue's choices
+        allowed |= CATALOG | {COMMANDS["groups list"]}
     assert set(calls) <= allowed, f"hypd {name} called {calls}"
     if name != "ops watch" and not getattr(args, "follow", False):
         assert calls.count(COMMANDS[name]) <= 1, f"hypd {name} called {calls}"

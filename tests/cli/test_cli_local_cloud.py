@@ -186,7 +186,8 @@ def test_the_interactive_create_asks_with_catalogue_choices_answered_through_std
     assert "letters, digits and hyphens" in asked  # the refused tag
     for number, name in enumerate(zones, start=1):
         assert f"  {number}) {name} (" in asked
-    assert re.search(r"\d+\) ml\.g6\.4xlarge\s+16 vCPU, 64 GiB, 1 x NVIDIA L4", asked)
+    assert re.search(r"\d+\) ml\.g6\.4xlarge\s+1 x NVIDIA L4 \(22\.4 GiB\), 16 vCPU, 64 GiB",
+                     asked)
     assert "1) on-demand" in asked
     assert "2) spot" in asked
     assert "Create this cluster? [y/N]:" in asked
@@ -198,6 +199,51 @@ def test_the_interactive_create_asks_with_catalogue_choices_answered_through_std
     assert request["availabilityZone"] == zone
     assert request["instanceGroups"][0]["count"] == 2
     assert api.get("/clusters/e2e")["status"] == "ACTIVE"
+
+
+def test_the_interactive_create_finds_ml_p5_48xlarge_by_typing_h100_and_sends_it_on_a_plan(
+    run_cli: RunCli, cloud: Any, api: ApiClient
+) -> None:
+    make_bucket(cloud)
+    plans = api.get("/catalog/training-plans")["trainingPlans"]
+    plan = next(p for p in plans if p["name"] == "p5-active")
+    (zone,) = plan["availabilityZones"]
+    answers = [
+        "p5",
+        zone,                          # a zone by its name
+        "h100",                        # narrows the types to the H100 ones, numbered afresh:
+        "2",                           # 1) ml.p5.4xlarge, 2) ml.p5.48xlarge
+        "2",                           # instances
+        "p5-active",                   # capacity: the zone's plan for the type, by its name
+        "1",                           # storage: an S3 bucket
+        BUCKET,
+        "y",
+    ]
+
+    created = run_cli("clusters", "create", "--wait", *FAST, stdin="\n".join(answers) + "\n",
+                      endpoint=cloud.api_url)
+
+    assert created.code == 0, created.text
+    asked = created.err
+    # The whole list first: accelerated types under their accelerator, CPU-only ones summed up
+    assert re.search(r"^  NVIDIA H100 \(80 GiB\)\n\s+\d+\) ml\.p5\.4xlarge ", asked, re.M)
+    assert re.search(r"^  \d+ CPU-only types: type cpu to list them$", asked, re.M)
+    assert "ml.c5.large" not in asked
+    narrowed = asked.split("2 types match 'h100':\n", 1)[1]
+    assert narrowed.startswith("  NVIDIA H100 (80 GiB)\n    1) ml.p5.4xlarge ")
+    assert re.search(r"^    2\) ml\.p5\.48xlarge +8 x NVIDIA H100 \(80 GiB\), 192 vCPU, 2048 GiB, "
+                     r"EFA \(32 network cards\); training plan p5-active \(Active, 4/4 "
+                     "available", narrowed, re.M)
+    assert "3) training plan p5-active (Active, 4/4 available" in narrowed  # capacity
+    assert (f"--group name=gpu,type=ml.p5.48xlarge,count=2,capacity=training-plan,"
+            f"training-plan={plan['arn']}") in asked
+    assert re.search(r"\(create-cluster, cluster p5\): SUCCEEDED", created.out)
+    operation_id = re.findall(r"op-[0-9a-f]{32}", created.out)[0]
+    request = api.get(f"/operations/{operation_id}")["input"]
+    assert request["availabilityZone"] == zone
+    group = request["instanceGroups"][0]
+    assert (group["name"], group["instanceType"], group["count"], group["capacity"]) == (
+        "gpu", "ml.p5.48xlarge", 2, {"type": "training-plan", "trainingPlanArn": plan["arn"]})
 
 
 def test_the_interactive_create_offers_the_zones_training_plans_and_can_be_declined(
