@@ -69,7 +69,8 @@ def register(subparsers: Any) -> None:
     )
     add.add_argument("tag", metavar="TAG")
     add.add_argument("--group", metavar="KEY=VALUE,...",
-                     help="the group, e.g. name=spot,type=ml.g6.4xlarge,count=2,capacity=spot")
+                     help="the group, e.g. name=spot,type=ml.g6.4xlarge,count=2,capacity=spot "
+                     "(with no group flag at all, the command asks)")
     add.add_argument("--zone", help="the group's Availability Zone (default: a training plan's "
                      "zone, else the cluster's)")
     add_kubernetes_flags(add)

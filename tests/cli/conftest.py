@@ -10,7 +10,8 @@ the command table: a command calls its one operation (plus getOperation to wait,
 catalogue for the interactive create and add, and the cluster's groups for the add), nothing
 else.
 
-Without a cloud, `canned` gives the CLI the real client over canned answers (`CannedApi`).
+Without a cloud, `canned` gives the CLI the real client over canned answers (`CannedApi`), and
+`region_types` the instance types the API lists for the local cloud's Region.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.cli import COMMANDS, flags_given
 from hypd_cli.clusters import REQUEST_FLAGS
 from hypd_cli.groups import ADD_FLAGS
 from hypd_cli.main import build_parser, hoist_global_options, main
+from tests.unit.support import REGION, isolated_modules
 
 CATALOG = {"listAvailabilityZones", "listInstanceTypes", "listTrainingPlans"}
 OPERATION_ID = "op-" + "a" * 32
@@ -80,6 +84,11 @@ class Run:
 
 
 RunCli = Callable[..., Run]
+
+
+def piped(answers: Sequence[str]) -> str:
+    """Answers to an interactive command, as a pipe gives them: one a line."""
+    return "".join(f"{answer}\n" for answer in answers)
 
 
 @pytest.fixture
@@ -172,3 +181,24 @@ def canned(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CannedApi]:
         return client
 
     return install
+
+
+@pytest.fixture(scope="session")
+def region_types() -> list[dict[str, Any]]:
+    """GET /catalog/instance-types of us-west-2 as the API builds it (the route's view of what
+    moto's EC2 offers and describes: the local cloud's catalogue). Read once, with moto on
+    only while it is read."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+            patch.delenv(name, raising=False)
+        for name, value in (("AWS_ACCESS_KEY_ID", "testing"),
+                            ("AWS_SECRET_ACCESS_KEY", "testing"),
+                            ("AWS_DEFAULT_REGION", REGION)):
+            patch.setenv(name, value)
+        with mock_aws(), isolated_modules("hypd.api"):
+            from hypd.api.catalog import instance_type_view
+            from hypd.create.catalog import offered_instance_types
+
+            offered = offered_instance_types(boto3.client("ec2", region_name=REGION))
+            return [instance_type_view(t, facts).model_dump(mode="json", by_alias=True)
+                    for t, facts in offered]

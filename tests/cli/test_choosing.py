@@ -1,17 +1,15 @@
-"""Choosing an instance type (`hypd_cli.choosing`): order, sections, search and descriptions,
-on the catalogue the API answers for the local cloud's Region (moto's EC2 data read by the
-route's own code), and training plans shaped as GET /catalog/training-plans answers them."""
+"""Choosing an instance type (`hypd_cli.choosing`, `Prompter.choose_instance_type`): order,
+sections, search, descriptions and the question, on the catalogue the API answers for the
+local cloud's Region (``region_types``, conftest.py), and training plans shaped as GET
+/catalog/training-plans answers them."""
 
 from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from hypd_cli.choosing import (
     InstanceType,
@@ -24,29 +22,10 @@ from hypd_cli.choosing import (
 )
 from hypd_cli.cli import UsageError
 from hypd_cli.prompts import Prompter
-from tests.unit.support import ACCOUNT, REGION, isolated_modules
+from tests.cli.conftest import piped
+from tests.unit.support import ACCOUNT, REGION
 
 ZONE = "us-west-2a"
-
-
-@pytest.fixture(scope="module")
-def region_types() -> Iterator[list[InstanceType]]:
-    """GET /catalog/instance-types of us-west-2 as the API builds it (the route's view of what
-    moto's EC2 offers and describes: the local cloud's catalogue)."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
-            patch.delenv(name, raising=False)
-        for name, value in (("AWS_ACCESS_KEY_ID", "testing"),
-                            ("AWS_SECRET_ACCESS_KEY", "testing"),
-                            ("AWS_DEFAULT_REGION", REGION)):
-            patch.setenv(name, value)
-        with mock_aws(), isolated_modules("hypd.api"):
-            from hypd.api.catalog import instance_type_view
-            from hypd.create.catalog import offered_instance_types
-
-            offered = offered_instance_types(boto3.client("ec2", region_name=REGION))
-            yield [instance_type_view(t, facts).model_dump(mode="json", by_alias=True)
-                   for t, facts in offered]
 
 
 @pytest.fixture
@@ -238,7 +217,7 @@ def choose(types: list[InstanceType], *answers: str,
            plans: tuple[dict[str, Any], ...] = ()) -> tuple[InstanceType, str]:
     """Ask the question with ``answers`` piped: (the type chosen, the transcript)."""
     out = io.StringIO()
-    ask = Prompter(io.StringIO("".join(f"{a}\n" for a in answers)), out)
+    ask = Prompter(io.StringIO(piped(answers)), out)
     chosen = ask.choose_instance_type(f"Instance type (offered in {ZONE})", types, ZONE, plans)
     return chosen, out.getvalue()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
-from tests.cli.conftest import RunCli
+from tests.cli.conftest import RunCli, piped
 from tests.cli.test_cli_local_cloud import BUCKET, FAST, header, make_bucket, row
 
 TAG = "cap"
@@ -181,3 +181,55 @@ def test_groups_nodes_and_autoscaling_commands_on_one_cluster(
     # group: the requests that matched the cluster started nothing.
     operations = run_cli("ops", "list", "--cluster", TAG, endpoint=url).out
     assert len(OPERATION.findall(operations)) == 10
+
+
+def test_groups_add_without_flags_finds_ml_p5_48xlarge_by_typing_h100_and_adds_it_on_a_plan(
+    run_cli: RunCli, cloud: Any, api: ApiClient
+) -> None:
+    # Given a cluster in the zone of the training plan p5-active (ml.p5.48xlarge)
+    url = cloud.api_url
+    make_bucket(cloud)
+    request = demo_request(api, TAG, BUCKET)
+    zone = request["availabilityZone"]
+    plan = next(p for p in api.get("/catalog/training-plans")["trainingPlans"]
+                if p["name"] == "p5-active")
+    assert plan["availabilityZones"] == [zone]
+    created = follow(api, cloud, api.create_cluster(request)["operationId"])
+    assert created["status"] == "SUCCEEDED", created.get("error")
+    answers = [
+        "trainers",
+        "",             # zone: the default, the cluster's
+        "h100",         # narrows the types to the H100 ones, numbered afresh:
+        "2",            # 1) ml.p5.4xlarge, 2) ml.p5.48xlarge
+        "2",            # instances
+        "3",            # capacity: 1) on-demand, 2) spot, 3) the plan p5-active
+        "y",
+    ]
+
+    # When `groups add` asks and the answers are piped
+    added = run_cli("groups", "add", TAG, "--wait", *FAST, stdin=piped(answers),
+                    endpoint=url)
+
+    # Then the group was added as answered, on the plan, in the cluster's zone
+    assert added.code == 0, added.text
+    assert added.calls[:5] == ["listInstanceGroups", "listAvailabilityZones",
+                               "listInstanceTypes", "listTrainingPlans", "addInstanceGroup"]
+    asked = added.err
+    assert re.search(rf"^ +\d+\) {zone} \(\S+\): groups gpu$", asked, re.M)
+    assert re.search(r"^    2\) ml\.p5\.48xlarge +8 x NVIDIA H100 .*training plan p5-active",
+                     asked, re.M)
+    assert (f"hypd groups add {TAG} --group name=trainers,type=ml.p5.48xlarge,count=2,"
+            f"capacity=training-plan,training-plan={plan['arn']} --zone {zone} "
+            f"--endpoint {url}") in asked
+    assert f"(add-instance-group, cluster {TAG}): SUCCEEDED" in added.out
+    operation_id = OPERATION.findall(added.out)[0]
+    sent = api.get(f"/operations/{operation_id}")["input"]
+    group = sent["group"]
+    assert (group["name"], group["instanceType"], group["count"]) == (
+        "trainers", "ml.p5.48xlarge", 2)
+    assert group["capacity"]["trainingPlanArn"] == plan["arn"]
+    assert (sent["availabilityZone"], sent["availabilityZoneSource"]) == (zone, "request")
+    trainers = next(g for g in api.list_instance_groups(TAG)["instanceGroups"]
+                    if g["name"] == "trainers")
+    assert (trainers["instanceType"], trainers["count"], trainers["availabilityZone"]) == (
+        "ml.p5.48xlarge", 2, zone)

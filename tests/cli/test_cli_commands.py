@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -31,7 +32,14 @@ from hypd_cli.group_flags import parse_group
 from hypd_cli.main import build_parser
 from hypd_cli.operations import watch_command
 from hypd_cli.output import stage_note
-from tests.cli.conftest import ACCEPTED, OPERATION_ID, CannedApi, RunCli, ThreadStream
+from tests.cli.conftest import (
+    ACCEPTED,
+    OPERATION_ID,
+    CannedApi,
+    RunCli,
+    ThreadStream,
+    piped,
+)
 
 
 def free_endpoint() -> str:
@@ -232,10 +240,10 @@ def test_create_sends_the_body_from_flags_or_a_file(tmp_path: Path) -> None:
                                 "-o", "json"], from_file),
                        "clusters create", create_cluster) == EXIT_OK
     assert from_file.created == [body]
-    piped = ScriptedClient(SUCCEEDED)
-    assert run_command(context(["clusters", "create", "--from-file", "-"], piped,
+    from_stdin = ScriptedClient(SUCCEEDED)
+    assert run_command(context(["clusters", "create", "--from-file", "-"], from_stdin,
                                stdin=json.dumps(body)), "clusters create", create_cluster) == 0
-    assert piped.created == [body]
+    assert from_stdin.created == [body]
 
 
 @pytest.mark.parametrize(
@@ -381,6 +389,73 @@ def test_groups_add_sends_the_group_from_flags_or_a_file(
     assert "--from-file gives the whole request; drop --label" in both.err
     assert run_cli("groups", "add", "demo", "--zone", "us-west-2a").code == EXIT_USAGE
     assert len(client.sent) == 2
+
+
+def test_groups_add_without_flags_asks_in_the_clusters_zone_and_can_be_declined(
+    run_cli: RunCli, canned: Callable[..., CannedApi], region_types: list[dict[str, Any]]
+) -> None:
+    # Given a cluster whose group is in us-west-2b, and a training plan there for ml.trn1
+    groups = {"tag": "demo", "clusterStatus": "InService", "instanceGroups": [
+        {"name": "gpu", "instanceType": "ml.g6.4xlarge", "availabilityZone": "us-west-2b",
+         "count": 1, "currentCount": 1, "capacity": {"type": "on-demand"}}]}
+    zones = {"region": "us-west-2", "availabilityZones": [
+        {"name": "us-west-2a", "zoneId": "usw2-az2", "state": "available"},
+        {"name": "us-west-2b", "zoneId": "usw2-az1", "state": "available"}]}
+    types = {"availabilityZone": "us-west-2b", "instanceTypes": [
+        t for t in region_types if "us-west-2b" in t["availabilityZones"]]}
+    arn = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/trn"
+    plans = {"trainingPlans": [{
+        "name": "trn", "arn": arn, "status": "Scheduled", "instanceTypes": ["ml.trn1.32xlarge"],
+        "availabilityZones": ["us-west-2b"], "totalInstanceCount": 8,
+        "availableInstanceCount": 8, "startTime": "2026-02-01T00:00:00Z",
+        "endTime": "2026-02-08T00:00:00Z", "reservedCapacities": []}]}
+    client = canned(groups, zones, types, plans)
+    answers = [
+        "gpu",          # taken: asked again
+        "neuron",
+        "",             # zone: the default, the one the cluster's group is in
+        "trainium",     # the only Trainium type there: picked
+        "4",
+        "trn",          # capacity: the zone's plan for the type, by its name
+        "n",            # declined
+    ]
+
+    # When `groups add` is given no flag but the tag
+    declined = run_cli("groups", "add", "demo", stdin=piped(answers))
+
+    # Then it asked, read the cluster's groups and the catalogue, and sent nothing
+    assert declined.code == EXIT_FAILED, declined.text
+    assert [(method, path) for method, path, _, _ in client.sent] == [
+        ("GET", "/clusters/demo/instance-groups"), ("GET", "/catalog/availability-zones"),
+        ("GET", "/catalog/instance-types"), ("GET", "/catalog/training-plans")]
+    assert client.sent[2][2] == {"availabilityZone": "us-west-2b"}
+    asked = declined.err
+    assert "  cluster demo has a group gpu already (its groups: gpu)" in asked
+    assert "  2) us-west-2b (usw2-az1): groups gpu\nChoose 1-2 [2]: \n" in asked
+    assert "Instance type (offered in us-west-2b):\n" in asked
+    assert re.search(r"  the only match: ml\.trn1\.32xlarge +16 x AWS Trainium \(32 GiB\), "
+                     r"128 vCPU, 512 GiB, EFA \(8 network cards\); training plan trn "
+                     r"\(Scheduled, 8/8 available, ", asked)
+    assert "  3) training plan trn (Scheduled, 8/8 available" in asked
+    assert "POST /clusters/demo/instance-groups\n" in asked
+    body = json.loads(asked.split("POST /clusters/demo/instance-groups\n", 1)[1]
+                      .split("\n(the same", 1)[0])
+    assert body == {"name": "neuron", "instanceType": "ml.trn1.32xlarge", "count": 4,
+                    "capacity": {"type": "training-plan", "trainingPlanArn": arn},
+                    "availabilityZone": "us-west-2b"}
+    assert ("(the same without questions: hypd groups add demo --group name=neuron,"
+            f"type=ml.trn1.32xlarge,count=4,capacity=training-plan,training-plan={arn} "
+            "--zone us-west-2b)") in asked
+    assert asked.endswith("Add this group? [y/N]: n\nNothing was added.\n")
+    assert declined.out == ""
+
+    # Answers that run out: a usage error naming the command, nothing sent
+    client = canned(groups, zones)
+    short = run_cli("groups", "add", "demo", stdin="spot\n")
+    assert short.code == EXIT_USAGE
+    assert "end of input); give the request as flags instead (hypd groups add --help)" in (
+        short.err)
+    assert all(method == "GET" for method, _, _, _ in client.sent)
 
 
 def test_scale_and_update_send_only_what_is_given_and_say_when_nothing_changes(

@@ -13,7 +13,7 @@ import pytest
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request
 from hypd_local.seed import seed_clusters
-from tests.cli.conftest import RunCli
+from tests.cli.conftest import RunCli, piped
 from tests.support import fail_calls
 
 BUCKET = "hypd-cli-data"
@@ -176,7 +176,7 @@ def test_the_interactive_create_asks_with_catalogue_choices_answered_through_std
         "y",
     ]
 
-    created = run_cli("clusters", "create", "--wait", *FAST, stdin="\n".join(answers) + "\n",
+    created = run_cli("clusters", "create", "--wait", *FAST, stdin=piped(answers),
                       endpoint=cloud.api_url)
 
     assert created.code == 0, created.text
@@ -220,7 +220,7 @@ def test_the_interactive_create_finds_ml_p5_48xlarge_by_typing_h100_and_sends_it
         "y",
     ]
 
-    created = run_cli("clusters", "create", "--wait", *FAST, stdin="\n".join(answers) + "\n",
+    created = run_cli("clusters", "create", "--wait", *FAST, stdin=piped(answers),
                       endpoint=cloud.api_url)
 
     assert created.code == 0, created.text
@@ -254,7 +254,7 @@ def test_the_interactive_create_offers_the_zones_training_plans_and_can_be_decli
     (zone,) = plan["availabilityZones"]
     answers = ["plan", zone, "ml.p5.48xlarge", "4", "3", "2", "", "n"]
 
-    declined = run_cli("clusters", "create", stdin="\n".join(answers) + "\n",
+    declined = run_cli("clusters", "create", stdin=piped(answers),
                        endpoint=cloud.api_url)
 
     assert declined.code == 1
