@@ -84,8 +84,8 @@ def accelerators_of(instance_type: InstanceType) -> list[tuple[int, Accelerator]
 
 def accelerators(instance_type: InstanceType) -> str:
     """``8 x NVIDIA H100 (80 GiB)``, ``16 x AWS Trainium (32 GiB)``, or ``-``."""
-    return ", ".join(f"{count} x {model}" for count, model in accelerators_of(instance_type)) \
-        or "-"
+    found = accelerators_of(instance_type)
+    return ", ".join(f"{count} x {model}" for count, model in found) or "-"
 
 
 def sections(types: Iterable[InstanceType]) -> list[Section]:
@@ -121,8 +121,7 @@ def _haystack(instance_type: InstanceType) -> str:
     parts += sorted({model.kind for _, model in found}) or ["cpu"]
     if instance_type.get("efaSupported"):
         parts.append("efa")
-    # A newline between parts: a word can match within one part, never across two.
-    return "\n".join(parts).lower()
+    return " ".join(parts).lower()  # a word has no space: it matches within one part
 
 
 def covering_plans(

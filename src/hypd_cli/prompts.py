@@ -109,8 +109,10 @@ class Prompter:
 
         def show(found: Sequence[InstanceType], whole: bool) -> list[InstanceType]:
             parts = sections(found)
-            hidden = parts.pop() if whole and len(parts) > 1 and not parts[-1].accelerator \
-                else None
+            # The CPU-only types in one line, unless they are all there is.
+            hidden = None
+            if whole and len(parts) > 1 and parts[-1].accelerator is None:
+                hidden = parts.pop()
             numbered: list[InstanceType] = []
             digits = len(str(sum(len(part.types) for part in parts)))
             for part in parts:
