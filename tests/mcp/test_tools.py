@@ -157,7 +157,7 @@ def test_each_tool_is_documented_from_its_operation() -> None:
         assert mcp_tool.annotations is not None
         assert tool.read_only is (tool.method == "GET")
         assert mcp_tool.annotations.read_only_hint is tool.read_only
-        if tool.method != "GET":
+        if not tool.read_only:
             assert mcp_tool.annotations.destructive_hint is (tool.name in DESTRUCTIVE)
 
 
