@@ -41,9 +41,10 @@ class BoundTool:
 
     @property
     def read_only(self) -> bool:
-        """The tool only reads: its operation is a GET (every other one creates, changes,
-        deletes, runs or invokes something). Its MCP readOnlyHint, and what a server started
-        without ``--allow-write`` serves."""
+        """The tool only reads: its operation is a GET. Every other one creates, changes,
+        deletes or runs something (`endpoint_invoke`, a POST, runs the model: not read-only).
+        The one definition of the tool's MCP readOnlyHint and of what a server started without
+        ``--allow-write`` serves."""
         return self.method == "GET"
 
     def to_mcp(self) -> types.Tool:
