@@ -39,8 +39,16 @@ class BoundTool:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def read_only(self) -> bool:
+        """The tool only reads: its operation is a GET. Every other one creates, changes,
+        deletes or runs something (`endpoint_invoke`, a POST, runs the model: not read-only).
+        The one definition of the tool's MCP readOnlyHint and of what a server started without
+        ``--allow-write`` serves."""
+        return self.method == "GET"
+
     def to_mcp(self) -> types.Tool:
-        read_only = self.method == "GET"
+        read_only = self.read_only
         return types.Tool(
             name=self.name,
             title=self.summary,
@@ -130,19 +138,21 @@ def _bind(
         input_schema = _parameters_schema(parameters, components)
     if spec.waits:
         input_schema["properties"]["wait_seconds"] = dict(WAIT_SECONDS_SCHEMA)
-    if spec.confirm:
+    if spec.confirm is not None:
         input_schema["properties"]["confirm"] = {
             "type": "string",
-            "description": f"The {spec.confirm} again, exactly, once the user has agreed: "
-            "the call is refused otherwise.",
+            "description": spec.confirm.description,
         }
-        input_schema["required"] = [*input_schema.get("required", []), "confirm"]
+        if spec.confirm.required:
+            input_schema["required"] = [*input_schema.get("required", []), "confirm"]
     summary = str(operation.get("summary") or spec.name)
     text = [summary.rstrip(".") + "."]
     if operation.get("description"):
         text.append(str(operation["description"]))
     if spec.advice:
         text.append(spec.advice)
+    if spec.confirm is not None:
+        text.append(spec.confirm.advice)
     text.append(f"REST API: {method} {path} (operationId {spec.operation_id}).")
     return BoundTool(
         spec=spec,

@@ -4,8 +4,9 @@ An MCP client (an agent's host) starts it as a subprocess and talks JSON-RPC ove
 stdout; nothing else is written to stdout. Every tool calls one operation of the REST API at
 ``--endpoint`` through the CLI's API client, with the CLI's connection options: requests are
 SigV4-signed (``--region``, ``--profile``, the standard credential chain) unless the endpoint
-is loopback (the local cloud) or ``--no-sign-request`` is given. See `hypd_cli.mcp_server`
-and the README's section on registering the server with an MCP client.
+is loopback (the local cloud) or ``--no-sign-request`` is given. It serves only the tools that
+read unless started with ``--allow-write``. See `hypd_cli.mcp_server` and the README's section
+on registering the server with an MCP client.
 """
 
 from __future__ import annotations
@@ -27,9 +28,16 @@ def register(subparsers: Any) -> None:
         "serve",
         help="serve the hypd tools to an MCP client over stdio",
         description="Serve the hypd MCP tools over stdio (an MCP client starts this). Each "
-        "tool calls one operation of the hypd REST API at --endpoint.",
+        "tool calls one operation of the hypd REST API at --endpoint. Only the tools that read "
+        "are served unless --allow-write is given.",
     )
     add_api_options(serve, output=False)
+    serve.add_argument(
+        "--allow-write",
+        action="store_true",
+        help="serve the tools that create, change and delete too (default: only the tools "
+        "that read); the destructive ones still need a confirm naming their target",
+    )
     serve.add_argument(
         "--poll-seconds",
         type=float,
@@ -66,5 +74,5 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from hypd_cli.mcp_server import POLL_SECONDS, serve
 
-    serve(client, poll_seconds=args.poll_seconds or POLL_SECONDS)
+    serve(client, allow_write=args.allow_write, poll_seconds=args.poll_seconds or POLL_SECONDS)
     return 0

@@ -24,8 +24,16 @@ line to read, then ``{"error": {status, code, message, details}}``. It has no
 ``structuredContent``: that must conform to the tool's output schema, and a client may check it
 also on an error (the TypeScript SDK does, and would reject the result).
 
-The agent guide (agent-guide.md, package data) is served three ways: as the server's
-instructions, as the resource `GUIDE_URI` and as the prompt `GUIDE_PROMPT`.
+Safe by default. A server started without ``--allow-write`` (`serve`'s ``allow_write``) lists
+only the read-only tools (`BoundTool.read_only`: a GET), and refuses a call of any other by
+name with the tool error ``ReadOnlyServer``, before any request. A destructive tool takes a
+``confirm`` argument that must repeat the name of its target (`hypd_cli.mcp_tools.Confirm`):
+a call without it, or with another value, is the tool error ``ConfirmationRequired`` naming the
+value expected, before any request.
+
+The agent guide (agent-guide.md, package data), after a paragraph saying which of the two modes
+the server runs in (`mode_note`), is served three ways: as the server's instructions, as the
+resource `GUIDE_URI` and as the prompt `GUIDE_PROMPT`.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ from mcp.shared.exceptions import MCPError
 from hypd import __version__
 from hypd_cli.api_client import ApiClientError, ApiError
 from hypd_cli.mcp_binding import BoundTool, bind_tools, openapi_document
-from hypd_cli.mcp_tools import WAIT_SECONDS_MAX
+from hypd_cli.mcp_tools import WAIT_SECONDS_MAX, Confirm
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +66,12 @@ ERROR_KEY = "error"
 """The key of a tool error's JSON text block: ``{"error": {status, code, message, details}}``."""
 GUIDE_PROMPT = "hypd_agent_guide"
 GUIDE_FILE = "agent-guide.md"
+
+READ_ONLY = "ReadOnlyServer"
+"""The code of the tool error of a write tool called on a server started read-only."""
+CONFIRMATION_REQUIRED = "ConfirmationRequired"
+"""The code of the tool error of a destructive call without the right ``confirm``."""
+ALLOW_WRITE = "--allow-write"
 
 POLL_SECONDS = 2.0
 """How often a waiting ``operation_get_status`` reads the operation."""
@@ -122,6 +136,8 @@ class HypdTools:
 
     client: RestClient
     tools: list[BoundTool]
+    allow_write: bool = False
+    """Serve the tools that write too; without it, only the read-only ones."""
     poll_seconds: float = POLL_SECONDS
     wait_seconds_max: int = WAIT_SECONDS_MAX
     clock: Callable[[], float] = anyio.current_time
@@ -134,7 +150,7 @@ class HypdTools:
         self._by_name = {t.name: t for t in self.tools}
 
     def list(self) -> list[types.Tool]:
-        return [t.to_mcp() for t in self.tools]
+        return [t.to_mcp() for t in self.tools if self.allow_write or t.read_only]
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, progress: Progress = _no_progress
@@ -151,14 +167,16 @@ class HypdTools:
         self, tool: BoundTool, arguments: dict[str, Any], progress: Progress
     ) -> types.CallToolResult:
         operation_id = tool.spec.operation_id
-        if tool.spec.confirm:
-            confirmed = arguments.pop("confirm", None)
-            target = arguments.get(tool.spec.confirm)
-            if not target or confirmed != target:
-                raise ToolError(
-                    "ConfirmationRequired",
-                    f"{tool.name} deletes {tool.spec.confirm} {target!r}: show the user what it "
-                    f"deletes, get their yes, then call again with confirm set to {target!r}")
+        if not (self.allow_write or tool.read_only):
+            raise ToolError(
+                READ_ONLY,
+                f"this hypd MCP server was started read-only: {tool.name} changes things, so it "
+                f"is not served and nothing was done. To allow it, the user restarts the server "
+                f"with {ALLOW_WRITE} (hypd mcp serve {ALLOW_WRITE} ..., in the MCP client's "
+                "configuration).",
+            )
+        if tool.spec.confirm is not None:
+            _confirmed(tool.name, tool.spec.confirm, arguments)
         wait = 0.0
         if tool.spec.waits:
             wait = _wait_seconds(arguments.pop("wait_seconds", 0), self.wait_seconds_max)
@@ -223,6 +241,22 @@ class HypdTools:
             ) from None
         except ApiClientError as exc:  # unreachable, or no usable credentials
             raise ToolError(type(exc).__name__, str(exc)) from None
+
+
+def _confirmed(name: str, confirm: Confirm, arguments: dict[str, Any]) -> None:
+    """Take ``confirm`` out of `arguments`; ToolError unless it is what the call needs."""
+    given = arguments.pop("confirm", None)
+    expected = confirm.expected(arguments)
+    if expected is None or given == expected:
+        return
+    said = "without confirm" if given is None else f"with confirm {given!r}"
+    raise ToolError(
+        CONFIRMATION_REQUIRED,
+        f"{name} {confirm.action} {expected!r}, called {said}: nothing was done. "
+        "Show the user what it removes or interrupts (see the tool's description), ask, and "
+        f"only once they have said yes call again with confirm set to {expected!r}.",
+        details={"confirm": expected},
+    )
 
 
 def _wait_seconds(value: Any, cap: int) -> float:
@@ -291,9 +325,29 @@ def agent_guide() -> str:
     return resources.files("hypd_cli").joinpath(GUIDE_FILE).read_text(encoding="utf-8")
 
 
+def mode_note(allow_write: bool) -> str:
+    """The paragraph before the guide that says which tools this server serves, so the agent
+    can tell the user (and, read-only, how to allow changes)."""
+    if allow_write:
+        return (
+            f"**This hypd server allows changes** (started with `{ALLOW_WRITE}`): every tool "
+            "is listed. The destructive ones need `confirm` naming their target, and only "
+            "after the user's explicit yes (see \"Read-only by default; confirm what "
+            "destroys\")."
+        )
+    return (
+        f"**This hypd server is read-only** (started without `{ALLOW_WRITE}`): it lists only "
+        "the tools that read, and refuses any other (`ReadOnlyServer`). When the user asks "
+        "to create, change or delete something, tell them it needs the server restarted "
+        f"with `{ALLOW_WRITE}` (`hypd mcp serve {ALLOW_WRITE} ...` in the MCP client's "
+        "configuration); never look for another way."
+    )
+
+
 def build_server(tools: HypdTools) -> Server[Any]:
-    """The MCP server: the tools, and the agent guide as instructions, resource and prompt."""
-    guide = agent_guide()
+    """The MCP server: the tools, and the agent guide, after the note on the server's mode,
+    as instructions, resource and prompt."""
+    guide = mode_note(tools.allow_write) + "\n\n" + agent_guide()
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -379,9 +433,14 @@ def build_server(tools: HypdTools) -> Server[Any]:
     )
 
 
-def serve(client: RestClient, *, poll_seconds: float = POLL_SECONDS) -> None:
-    """Serve the tools over stdio until the client closes stdin."""
-    tools = HypdTools(client, bind_tools(openapi_document()), poll_seconds=poll_seconds)
+def serve(
+    client: RestClient, *, allow_write: bool = False, poll_seconds: float = POLL_SECONDS
+) -> None:
+    """Serve the tools over stdio until the client closes stdin: only the read-only ones
+    unless `allow_write`."""
+    tools = HypdTools(client, bind_tools(openapi_document()), allow_write=allow_write,
+                      poll_seconds=poll_seconds)
+    logger.info("serving %s", "every tool" if allow_write else "the read-only tools only")
     server = build_server(tools)
 
     async def run() -> None:

@@ -5,10 +5,11 @@ operationId), the pydantic models of its body and answers, and what an agent sho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from hypd.api.event_models import EventList
 from hypd.api.models import (
@@ -56,12 +57,132 @@ from hypd.capacity.requests import (
     UpdateInstanceGroupRequest,
 )
 from hypd.clusters.create_request import CreateClusterRequest
-from hypd.clusters.feature_request import FeaturesRequest, TeamRequest
+from hypd.clusters.feature_request import FEATURE_NAMES, FeaturesRequest, TeamRequest
 from hypd.clusters.workload_request import EndpointRequest, InvokeRequest, TrainingJobRequest
 from hypd.health.policy import HealthPolicy
 
 WAIT_SECONDS_MAX = 300
 """The longest ``operation_get_status`` waits in one call (larger values are capped)."""
+
+
+# ---------------------------------------------------------------------------- confirmations
+class Confirm(Protocol):
+    """What a destructive tool's ``confirm`` argument must repeat, exactly, before the tool
+    runs: the name of what the call removes or interrupts, which the user has agreed to. A
+    missing or different value is refused before any request (`hypd_cli.mcp_server`)."""
+
+    @property
+    def required(self) -> bool:
+        """Every call needs it (the input schema lists ``confirm`` as required)."""
+        ...
+
+    @property
+    def action(self) -> str:
+        """What the call does to its target, for the refusal: ``deletes cluster``."""
+        ...
+
+    @property
+    def advice(self) -> str:
+        """Appended to the tool's description: what to show the user, what to repeat."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """The description of the ``confirm`` argument in the tool's input schema."""
+        ...
+
+    def expected(self, arguments: Mapping[str, Any]) -> str | None:
+        """The value ``confirm`` must have for these arguments; None when the call removes
+        nothing, or its target is missing (then that argument's absence is the error)."""
+        ...
+
+
+REFUSED = "Without it, or with any other value, the call is refused and nothing is done."
+
+
+@dataclass(frozen=True)
+class ConfirmTarget:
+    """A `Confirm` naming the call's target by one of its parameters. A target named by more
+    than one (a node in a cluster, a job in a cluster's namespace) is confirmed by the most
+    specific one, the node's id or the job's name: that is what the user is shown and asked
+    about, and the cluster's tag beside it is already the agent's context."""
+
+    parameter: str
+    """The argument that names the target: ``tag``, ``name``, ``nodeId``, ``team``."""
+    target: str
+    """The target for a reader: ``the cluster's tag``."""
+    action: str
+    show: str
+    """What the agent shows the user before asking (the agent guide says the same)."""
+    required: bool = True
+
+    @property
+    def advice(self) -> str:
+        return (
+            f"Destructive: first show the user {self.show}, and ask. Only once they have said "
+            f"yes, call with confirm set to {self.target} ({self.parameter}). {REFUSED}"
+        )
+
+    @property
+    def description(self) -> str:
+        return (
+            f"Ask the user first. Only once they have said yes: {self.target} "
+            f"({self.parameter}) again, exactly. {REFUSED}"
+        )
+
+    def expected(self, arguments: Mapping[str, Any]) -> str | None:
+        value = arguments.get(self.parameter)
+        # Any value but none names a target: the path takes it as text.
+        return None if value is None or value == "" else str(value)
+
+
+@dataclass(frozen=True)
+class ConfirmFeaturesOff:
+    """`features_set`'s `Confirm`: only a call that turns features off (``enabled: false``)
+    needs one, so ``confirm`` is optional in its schema. It names the features turned off, in
+    the API's order (`FEATURE_NAMES`) joined by commas: ``inferenceOperator``, or
+    ``trainingOperator,observability``. Read from the arguments alone, so a refusal needs no
+    request, and read as the API reads its body (`FeaturesRequest`), so no spelling the API
+    accepts (``"false"``, a field's Python name) turns a feature off unconfirmed."""
+
+    required: bool = False
+    action: str = "turns off"
+
+    @property
+    def advice(self) -> str:
+        return (
+            "Turning a feature off is destructive: first show the user what uses it "
+            "(features_get's requiredBy, and the training jobs and endpoints that need the "
+            "training or inference operator: training_job_list, endpoint_list), and ask. Only "
+            "once they have said yes, call with confirm set to the name of the feature turned "
+            "off (several: their names joined by commas in this order: "
+            f"{','.join(FEATURE_NAMES)}). {REFUSED}"
+        )
+
+    @property
+    def description(self) -> str:
+        return (
+            "Only for a call that turns a feature off (enabled: false). Ask the user first. "
+            "Only once they have said yes: the name of the feature turned off (several: "
+            f"their names joined by commas in this order: {','.join(FEATURE_NAMES)}). {REFUSED}"
+        )
+
+    def expected(self, arguments: Mapping[str, Any]) -> str | None:
+        body = {key: value for key, value in arguments.items() if key in _FEATURES_KEYS}
+        try:
+            request = FeaturesRequest.model_validate(body)
+        except ValidationError:
+            return None  # the API refuses the same body (400 naming the field): nothing changes
+        off = [name for name, feature in request.named().items() if feature.enabled is False]
+        return ",".join(off) or None
+
+
+_FEATURES_KEYS = frozenset(
+    key for name, field in FeaturesRequest.model_fields.items() for key in (name, field.alias)
+    if key
+)
+"""The keys of the features' body: each feature's API name, and its Python name (which the
+model accepts too)."""
 
 
 # ---------------------------------------------------------------------------- the tools
@@ -86,13 +207,28 @@ class ToolSpec:
     """May remove or interrupt something (MCP's destructiveHint)."""
     idempotent: bool = False
     """Calling it again with the same arguments changes nothing more (MCP's idempotentHint)."""
-    confirm: str | None = None
-    """The parameter (``tag``) the tool's ``confirm`` argument must repeat: a destructive
-    tool an agent cannot call by accident."""
+    confirm: Confirm | None = None
+    """What the tool's ``confirm`` argument must repeat: a destructive tool an agent cannot
+    call by accident."""
+    unconfirmed: str = ""
+    """Why a destructive tool needs no ``confirm``: each one has either, or is refused."""
+
+    def __post_init__(self) -> None:
+        if self.destructive and self.confirm is None and not self.unconfirmed:
+            raise ValueError(
+                f"tool {self.name} is destructive: give it a confirm, or say in unconfirmed "
+                "why it needs none"
+            )
+        if self.confirm is not None and not self.destructive:
+            raise ValueError(f"tool {self.name}: a confirm, but not destructive")
 
 
 POLL = "Poll the returned operationId with operation_get_status until it ends."
 CONFIRM = "Ask the user to confirm first."
+NODE_WORK = (
+    "the node (node_list: its group, status) and the training jobs whose pods run on it "
+    "(training_job_list, then training_job_get's pods[].instanceId)"
+)
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (
@@ -168,6 +304,8 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         OperationView,
         advice="Only when the user asks. Poll with operation_get_status until CANCELLED.",
         destructive=True,
+        unconfirmed="It removes nothing: the stages that succeeded stay, and operation_retry "
+        "resumes the operation where it stopped.",
     ),
     ToolSpec(
         "events_list_recent",
@@ -246,23 +384,31 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "availabilityZone, dedicatedSubnet, efaOnly, deepHealthChecks; see "
             "catalog_instance_group_fields): that is a 400 ImmutableField; add a new group "
             "with the value instead (instance_group_add), move the work, then delete the old "
-            "one. An answer with changed: false means the group already matches: nothing "
-            "started, nothing to poll. Otherwise: " + POLL
+            "one. A lower count removes nodes and the work on them: " + CONFIRM + " An answer "
+            "with changed: false means the group already matches: nothing started, nothing to "
+            "poll. Otherwise: " + POLL
         ),
         destructive=True,
         idempotent=True,
+        unconfirmed="Whether a call removes nodes depends on the group's count now, which the "
+        "call does not read, and another update restores any count; the agent guide has the "
+        "agent ask before scaling down.",
     ),
     ToolSpec(
         "instance_group_delete",
         "deleteInstanceGroup",
         OperationAccepted,
         advice=(
-            "Removes the group's nodes. " + CONFIRM + " The last group cannot be deleted (409 "
+            "Removes the group's nodes. The last group cannot be deleted (409 "
             "LastInstanceGroup), nor one Karpenter scales (409 InstanceGroupAutoscaled: take it "
             "out of autoscaling_set first). " + POLL
         ),
         destructive=True,
         idempotent=True,
+        confirm=ConfirmTarget(
+            "name", "the group's name", "deletes instance group",
+            show="the group and its nodes (instance_group_list, node_list with instanceGroup)",
+        ),
     ),
     ToolSpec(
         "node_list",
@@ -274,8 +420,10 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "node_reboot",
         "rebootNode",
         OperationAccepted,
-        advice="Interrupts the node's pods. " + CONFIRM + " " + POLL,
+        advice="Interrupts the node's pods. " + POLL,
         destructive=True,
+        # Not removed, but every pod on the node is interrupted: the user's to decide.
+        confirm=ConfirmTarget("nodeId", "the node's id", "reboots node", show=NODE_WORK),
     ),
     ToolSpec(
         "node_replace",
@@ -283,17 +431,19 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         OperationAccepted,
         advice=(
             "For an unhealthy node: a new instance takes its place and its local data is "
-            "lost. " + CONFIRM + " " + POLL
+            "lost. " + POLL
         ),
         destructive=True,
+        confirm=ConfirmTarget("nodeId", "the node's id", "replaces node", show=NODE_WORK),
     ),
     ToolSpec(
         "node_delete",
         "deleteNode",
         OperationAccepted,
-        advice="The node's group keeps one node fewer. " + CONFIRM + " " + POLL,
+        advice="The node's group keeps one node fewer. " + POLL,
         destructive=True,
         idempotent=True,
+        confirm=ConfirmTarget("nodeId", "the node's id", "deletes node", show=NODE_WORK),
     ),
     ToolSpec(
         "autoscaling_get",
@@ -317,6 +467,9 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         ),
         destructive=True,
         idempotent=True,
+        unconfirmed="A setting that another call restores (enabled: false), which removes no "
+        "node itself: Karpenter later scales idle groups down; the agent guide has the agent "
+        "ask before turning it on.",
     ),
     ToolSpec(
         "cluster_health_get",
@@ -372,6 +525,9 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         ),
         destructive=True,
         idempotent=True,
+        unconfirmed="A policy that another call restores, which repairs nothing itself: each "
+        "later repair is an operation of its own, within the policy's bounds; the agent guide "
+        "has the agent ask first.",
     ),
     ToolSpec(
         "features_get",
@@ -404,13 +560,14 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "a 400 naming the field: send enabled: true with it, if the user wants it on). The "
             "inference operator needs tlsCertificateBucket (a bucket named hyperpod-tls...). "
             "Turning a feature off removes its add-on and what only it needed, and stops the "
-            "work that uses it. " + CONFIRM + " Task governance cannot be turned off while "
-            "teams have quotas (409 naming them: team_delete first, confirmed). An answer with "
-            "changed: false means the features already are as asked: nothing started. "
-            "Otherwise: " + POLL + " Then features_get: each feature turned on should be ACTIVE."
+            "work that uses it. Task governance cannot be turned off while teams have quotas "
+            "(409 naming them: team_delete first, confirmed). An answer with changed: false "
+            "means the features already are as asked: nothing started. Otherwise: " + POLL
+            + " Then features_get: each feature turned on should be ACTIVE."
         ),
         destructive=True,
         idempotent=True,
+        confirm=ConfirmFeaturesOff(),
     ),
     ToolSpec(
         "team_list",
@@ -450,17 +607,23 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         ),
         destructive=True,
         idempotent=True,
+        unconfirmed="It replaces a quota, which another team_set restores, and whether the new "
+        "one is smaller (and may preempt work) depends on the current one, which the call "
+        "does not read; the agent guide has the agent read team_get and ask first.",
     ),
     ToolSpec(
         "team_delete",
         "deleteTeam",
         OperationAccepted,
         advice=(
-            "Removes the team's quota: its jobs lose their guaranteed capacity. " + CONFIRM
-            + " " + POLL
+            "Removes the team's quota: its jobs lose their guaranteed capacity. " + POLL
         ),
         destructive=True,
         idempotent=True,
+        confirm=ConfirmTarget(
+            "team", "the team's name", "deletes team",
+            show="the team's quota and queue (team_get) and its jobs (training_job_list)",
+        ),
     ),
     ToolSpec(
         "training_job_submit",
@@ -509,9 +672,13 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "training_job_delete",
         "deleteTrainingJob",
         OperationAccepted,
-        advice="Stops the job and deletes its pods. " + CONFIRM + " " + POLL,
+        advice="Stops the job and deletes its pods. " + POLL,
         destructive=True,
         idempotent=True,
+        confirm=ConfirmTarget(
+            "name", "the job's name", "deletes training job",
+            show="the job, its phase and its pods (training_job_get)",
+        ),
     ),
     ToolSpec(
         "endpoint_deploy",
@@ -560,9 +727,13 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "endpoint_delete",
         "deleteInferenceEndpoint",
         OperationAccepted,
-        advice="Removes the endpoint and its SageMaker endpoint. " + CONFIRM + " " + POLL,
+        advice="Removes the endpoint and its SageMaker endpoint. " + POLL,
         destructive=True,
         idempotent=True,
+        confirm=ConfirmTarget(
+            "name", "the endpoint's name", "deletes inference endpoint",
+            show="the endpoint, its model and its SageMaker endpoint (endpoint_get)",
+        ),
     ),
     ToolSpec(
         "cluster_teardown_plan",
@@ -579,15 +750,17 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         OperationAccepted,
         unchanged=ClusterForgotten,
         advice=(
-            "Deletes the cluster and everything hypd made for it. First cluster_teardown_plan, "
-            "show it, and get the user's explicit yes; then call with confirm set to the "
-            "cluster's tag (any other value is refused). force=true stops running jobs and "
-            "endpoints: only if the user said so. forget=true is for a discovered cluster "
-            "(hypd never deletes those): it removes hypd's record only. " + POLL
+            "Deletes the cluster and everything hypd made for it. force=true stops running "
+            "jobs and endpoints: only if the user said so. forget=true is for a discovered "
+            "cluster (hypd never deletes those): it removes hypd's record only. " + POLL
         ),
         destructive=True,
         idempotent=True,
-        confirm="tag",
+        confirm=ConfirmTarget(
+            "tag", "the cluster's tag", "deletes cluster",
+            show="the teardown plan (cluster_teardown_plan): every resource it deletes, what "
+            "it keeps, what blocks it",
+        ),
     ),
     ToolSpec(
         "cluster_protection_set",

@@ -38,24 +38,35 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def server_parameters(endpoint: str, *extra: str) -> StdioServerParameters:
-    """``python -m hypd_cli.main mcp serve --endpoint URL``, as an MCP client's config says."""
+def serve_command(endpoint: str, *, allow_write: bool = False) -> list[str]:
+    """``python -m hypd_cli.main mcp serve --endpoint URL [--allow-write]``, as an MCP client's
+    config says: read-only unless `allow_write`."""
+    return [
+        sys.executable, "-m", "hypd_cli.main", "mcp", "serve", "--endpoint", endpoint,
+        "--poll-seconds", str(POLL_SECONDS), *(["--allow-write"] if allow_write else []),
+    ]
+
+
+def server_parameters(endpoint: str, *, allow_write: bool = False) -> StdioServerParameters:
+    """`serve_command` as the Python SDK's client starts it."""
+    command, *args = serve_command(endpoint, allow_write=allow_write)
     return StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m", "hypd_cli.main", "mcp", "serve", "--endpoint", endpoint,
-            "--poll-seconds", str(POLL_SECONDS), *extra,
-        ],
+        command=command,
+        args=args,
         # Merged over the SDK's default environment, which passes no PYTHONPATH.
         env={"PYTHONPATH": python_path()},
     )
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(endpoint: str) -> AsyncIterator[ClientSession]:
-    """An initialized client session with a fresh ``hypd mcp serve`` subprocess."""
+async def mcp_session(
+    endpoint: str, *, allow_write: bool = False
+) -> AsyncIterator[ClientSession]:
+    """An initialized client session with a fresh ``hypd mcp serve`` subprocess (started with
+    ``--allow-write`` when `allow_write`)."""
     async with (
-        stdio_client(server_parameters(endpoint)) as (read_stream, write_stream),
+        stdio_client(server_parameters(endpoint, allow_write=allow_write)) as (
+            read_stream, write_stream),
         ClientSession(read_stream, write_stream) as session,
     ):
         await session.initialize()

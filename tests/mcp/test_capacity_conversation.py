@@ -1,7 +1,8 @@
 """A capacity conversation of an agent, as MCP tool calls only, against the local cloud: a real
-MCP client session from the SDK over stdio with ``hypd mcp serve``, on one cluster created
-first. The SDK checks every structured result against the tool's output schema
-(for a change the API may find made: the 202 or the 200 ``changed: false`` model)."""
+MCP client session from the SDK over stdio with ``hypd mcp serve --allow-write``, on one cluster
+created first; each destructive call confirmed (a wrong confirm refused, nothing started). The
+SDK checks every structured result against the tool's output schema (for a change the API may
+find made: the 202 or the 200 ``changed: false`` model)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ async def test_groups_nodes_and_autoscaling_run_on_tools_alone(
         "operationId"])
     assert created["status"] == "SUCCEEDED", created.get("error")
 
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         # Inspect first: the groups there are, what may change, what the zone offers.
         groups = await call(session, "instance_group_list", tag=TAG)
         assert [(g["name"], g["availabilityZone"]) for g in groups["instanceGroups"]] == [
@@ -81,8 +82,8 @@ async def test_groups_nodes_and_autoscaling_run_on_tools_alone(
         # A node action, polled to its end.
         nodes = await call(session, "node_list", tag=TAG, instanceGroup="spot")
         assert [n["status"] for n in nodes["nodes"]] == ["Running", "Running"]
-        rebooting = await call(session, "node_reboot", tag=TAG,
-                               nodeId=nodes["nodes"][0]["nodeId"])
+        node = nodes["nodes"][0]["nodeId"]
+        rebooting = await call(session, "node_reboot", tag=TAG, nodeId=node, confirm=node)
         rebooted, _ = await poll(session, rebooting["operationId"])
         assert rebooted["status"] == "SUCCEEDED", rebooted.get("error")
 
@@ -97,13 +98,23 @@ async def test_groups_nodes_and_autoscaling_run_on_tools_alone(
         again = await call(session, "autoscaling_set", tag=TAG, enabled=True,
                            instanceGroups=["spot"])
         assert again["changed"] is False
-        autoscaled = await call_error(session, "instance_group_delete", tag=TAG, name="spot")
+        autoscaled = await call_error(session, "instance_group_delete", tag=TAG, name="spot",
+                                      confirm="spot")
         assert (autoscaled["status"], autoscaled["code"]) == (409, "InstanceGroupAutoscaled")
 
         disabling = await call(session, "autoscaling_set", tag=TAG, enabled=False)
         disabled, _ = await poll(session, disabling["operationId"])
         assert disabled["status"] == "SUCCEEDED", disabled.get("error")
-        deleting = await call(session, "instance_group_delete", tag=TAG, name="spot")
+        # A delete confirmed for another group is refused, naming the group: nothing started.
+        before = api.list_operations(cluster_tag=TAG)["operations"]
+        wrong = await call_error(session, "instance_group_delete", tag=TAG, name="spot",
+                                 confirm="gpu")
+        assert (wrong["status"], wrong["code"]) == (None, "ConfirmationRequired")
+        assert "deletes instance group 'spot'" in wrong["message"]
+        assert wrong["details"] == {"confirm": "spot"}
+        assert api.list_operations(cluster_tag=TAG)["operations"] == before
+        deleting = await call(session, "instance_group_delete", tag=TAG, name="spot",
+                              confirm="spot")
         deleted, _ = await poll(session, deleting["operationId"])
         assert deleted["status"] == "SUCCEEDED", deleted.get("error")
         groups = await call(session, "instance_group_list", tag=TAG)

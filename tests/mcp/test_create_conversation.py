@@ -1,6 +1,6 @@
 """The create conversation of an agent, as MCP tool calls only, against the local cloud: a real
-MCP client session from the SDK over stdio with ``hypd mcp serve`` (each tool is one REST
-operation; the local cloud runs the real pipeline, a create takes a few real seconds)."""
+MCP client session from the SDK over stdio with ``hypd mcp serve --allow-write`` (each tool is
+one REST operation; the local cloud runs the real pipeline, a create takes a few real seconds)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def request(tag: str, zone: str, instance_type: str) -> dict[str, Any]:
 
 async def test_the_create_conversation_runs_on_tools_alone(cloud: Any) -> None:
     make_bucket(cloud)
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         # Look before you create: the tag is free, and the catalogue offers the choices.
         listed = await call(session, "cluster_list_all")
         assert all(c["tag"] != "mcp" for c in listed["clusters"])
@@ -137,7 +137,7 @@ async def test_the_create_conversation_runs_on_tools_alone(cloud: Any) -> None:
 async def test_an_interrupted_create_is_resumed_from_its_operation_record(cloud: Any) -> None:
     # The bucket is missing: the pipeline fails at its storage stage (beside the EKS side,
     # which stops).
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         zone, instance_type = await choose(session)
         accepted = await call(session, "cluster_create",
                               **request("resume", zone, instance_type))
@@ -150,7 +150,7 @@ async def test_an_interrupted_create_is_resumed_from_its_operation_record(cloud:
     make_bucket(cloud)  # the cause, outside hypd, fixed
 
     # A new session (the conversation was interrupted) finds the operation from the records.
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         found = await call(session, "operation_list", clusterTag="resume", status="FAILED")
         assert [op["id"] for op in found["operations"]] == [failed["id"]]
 
@@ -168,7 +168,7 @@ async def test_an_interrupted_create_is_resumed_from_its_operation_record(cloud:
 
 
 async def test_a_bad_request_is_a_tool_error_with_the_apis_code_and_message(cloud: Any) -> None:
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         zone, instance_type = await choose(session)
 
         bad_tag = await call_error(session, "cluster_create",

@@ -1,6 +1,7 @@
 """A features-and-teams conversation of an agent, as MCP tool calls only, against the local cloud:
-a real MCP client session from the SDK over stdio with ``hypd mcp serve``, on one cluster created
-first. Read the features, change only what was asked, poll each operation, then a team."""
+a real MCP client session from the SDK over stdio with ``hypd mcp serve --allow-write``, on one
+cluster created first. Read the features, change only what was asked, poll each operation, then
+a team; turning a feature off, and deleting the team, only with confirm naming them."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ TEAM = {"team": "ml", "resources": [{"instanceType": "ml.g6.4xlarge", "count": 1
 async def test_features_and_a_team_run_on_tools_alone(cloud: Any, api: ApiClient) -> None:
     created_cluster(api, cloud, tag=TAG)  # the create conversation has its own tests
 
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         # Read first: everything is off.
         before = await call(session, "features_get", tag=TAG)
         assert {n: f["enabled"] for n, f in before["features"].items()} == dict.fromkeys(
@@ -54,11 +55,24 @@ async def test_features_and_a_team_run_on_tools_alone(cloud: Any, api: ApiClient
         listed = await call(session, "team_list", tag=TAG)
         assert [t["name"] for t in listed["teams"]] == ["ml"]
 
+        # Turning a feature off needs confirm naming it: refused before any request.
+        unconfirmed = await call_error(session, "features_set", tag=TAG,
+                                       taskGovernance={"enabled": False})
+        assert (unconfirmed["status"], unconfirmed["code"]) == (None, "ConfirmationRequired")
+        assert "confirm set to 'taskGovernance'" in unconfirmed["message"]
         # Task governance stays while the team has a quota; deleting the team lets it go.
         kept = await call_error(session, "features_set", tag=TAG,
-                                taskGovernance={"enabled": False})
+                                taskGovernance={"enabled": False}, confirm="taskGovernance")
         assert (kept["status"], kept["details"]["teams"]) == (409, ["ml"])
-        deleting = await call(session, "team_delete", tag=TAG, team="ml")
+        deleting = await call(session, "team_delete", tag=TAG, team="ml", confirm="ml")
         deleted, _ = await poll(session, deleting["operationId"])
         assert deleted["status"] == "SUCCEEDED", deleted.get("error")
         assert (await call(session, "team_list", tag=TAG))["teams"] == []
+
+        # Confirmed, task governance is turned off.
+        disabling = await call(session, "features_set", tag=TAG,
+                               taskGovernance={"enabled": False}, confirm="taskGovernance")
+        disabled, _ = await poll(session, disabling["operationId"])
+        assert disabled["status"] == "SUCCEEDED", disabled.get("error")
+        governance = (await call(session, "features_get", tag=TAG))["features"]["taskGovernance"]
+        assert (governance["enabled"], governance["status"]) == (False, "DISABLED")

@@ -1,5 +1,6 @@
 """A node-health conversation of an agent, as MCP tool calls only, against the local cloud: a
-real MCP client session from the SDK over stdio with ``hypd mcp serve``, on one cluster created
+real MCP client session from the SDK over stdio with ``hypd mcp serve --allow-write``, on one
+cluster created
 first, whose nodes the emulated HyperPod makes unhealthy (each event reaches the events function
 through EventBridge). The SDK checks every structured result against the tool's output schema.
 
@@ -46,7 +47,7 @@ async def test_an_unhealthy_node_is_investigated_and_repaired_on_tools_alone(
     first, second = (n["nodeId"] for n in api.list_nodes(TAG)["nodes"])
     await make_unhealthy(cloud, first)
 
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         # The cluster's health: the unhealthy node, why, what HyperPod recommends, what was done.
         health = await call(session, "cluster_health_get", tag=TAG)
         assert (health["nodes"], health["counts"]) == (2, {"Healthy": 1, "Unhealthy": 1})
@@ -69,8 +70,14 @@ async def test_an_unhealthy_node_is_investigated_and_repaired_on_tools_alone(
         assert (unknown["status"], unknown["code"]) == (404, "NotFound")
         assert unknown["details"] == {"nodeId": second}
 
-        # The user asks for the repair HyperPod recommends: by hand, polled to its end.
-        replacing = await call(session, "node_replace", tag=TAG, nodeId=first)
+        # The user asks for the repair HyperPod recommends: by hand, confirmed for that node
+        # (a confirm naming the other node is refused, and nothing starts), polled to its end.
+        wrong = await call_error(session, "node_replace", tag=TAG, nodeId=first, confirm=second)
+        assert (wrong["code"], wrong["details"]) == ("ConfirmationRequired", {"confirm": first})
+        assert f"replaces node {first!r}" in wrong["message"]
+        assert [o["kind"] for o in api.list_operations(cluster_tag=TAG)["operations"]] == [
+            "create-cluster"]
+        replacing = await call(session, "node_replace", tag=TAG, nodeId=first, confirm=first)
         replaced, _ = await poll(session, replacing["operationId"])
         assert replaced["status"] == "SUCCEEDED", replaced.get("error")
 

@@ -1,5 +1,6 @@
 """``hypd mcp serve`` seen by a real MCP client session over stdio: the tools with their
-schemas, the agent guide, and errors that never reach the API (no local cloud needed)."""
+schemas (only the read-only ones unless ``--allow-write``), the agent guide after the note on the
+server's mode, and errors that never reach the API (no local cloud needed)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 
 from hypd.clusters.create_request import CreateClusterRequest
 from hypd_cli.main import main
-from hypd_cli.mcp_server import GUIDE_PROMPT, GUIDE_URI, agent_guide
+from hypd_cli.mcp_binding import bind_tools, openapi_document
+from hypd_cli.mcp_server import GUIDE_PROMPT, GUIDE_URI, agent_guide, mode_note
 from tests.mcp.conftest import call_error, mcp_session
-from tests.mcp.test_tools import ROOT, TOOLS
+from tests.mcp.test_tools import CONFIRMED, ROOT, TOOLS
 
 
 def unused_endpoint() -> str:
@@ -24,9 +26,31 @@ def unused_endpoint() -> str:
 
 
 @pytest.mark.anyio
-async def test_the_session_lists_one_tool_per_operation_with_typed_schemas() -> None:
+async def test_without_allow_write_the_session_sees_no_write_tool() -> None:
     async with mcp_session(unused_endpoint()) as session:
         listed = await session.list_tools()
+        instructions = session.instructions
+        # A write tool called by name anyway is refused before any request (a request would
+        # be ApiUnreachable: nothing listens at the endpoint).
+        refused = await call_error(session, "cluster_create", tag="demo")
+
+    read_only = {tool.name for tool in bind_tools(openapi_document()) if tool.read_only}
+    assert {tool.name for tool in listed.tools} == read_only
+    for tool in listed.tools:
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is True, tool.name
+    assert instructions is not None
+    assert instructions.startswith(mode_note(allow_write=False))
+    assert "read-only" in instructions.splitlines()[0]
+    assert (refused["status"], refused["code"]) == (None, "ReadOnlyServer")
+    assert "--allow-write" in refused["message"]
+
+
+@pytest.mark.anyio
+async def test_the_session_lists_one_tool_per_operation_with_typed_schemas() -> None:
+    async with mcp_session(unused_endpoint(), allow_write=True) as session:
+        listed = await session.list_tools()
+        instructions = session.instructions
 
     tools = {tool.name: tool for tool in listed.tools}
     assert set(tools) == set(TOOLS)
@@ -47,6 +71,15 @@ async def test_the_session_lists_one_tool_per_operation_with_typed_schemas() -> 
         assert tool.input_schema["type"] == "object"
         assert tool.output_schema is not None
         assert tool.output_schema["type"] == "object"
+    # Every destructive tool says so, and those that always destroy require confirm.
+    for name in CONFIRMED:
+        annotations = tools[name].annotations
+        assert annotations is not None
+        assert annotations.destructive_hint is True
+        assert "confirm" in tools[name].input_schema["required"]
+    assert "confirm" in tools["features_set"].input_schema["properties"]
+    assert instructions is not None
+    assert instructions.startswith(mode_note(allow_write=True))
 
 
 @pytest.mark.anyio
@@ -58,10 +91,14 @@ async def test_the_agent_guide_is_served_as_instructions_resource_and_prompt() -
                  "Read the features before changing them", "Send only what you were asked to "
                  "change", "explicit diff", "Teams need task governance",
                  "Show the plan, then ask", "confirm", "Never force on your own",
-                 "forgotten, never deleted", "DeletionProtected", "resume, never delete again"):
+                 "forgotten, never deleted", "DeletionProtected", "resume, never delete again",
+                 "Read-only by default", "--allow-write", "ReadOnlyServer",
+                 "ConfirmationRequired", "explicit yes"):
         assert rule in guide
     for tool in TOOLS:  # the guide's table names every tool
         assert f"| `{tool}` |" in guide
+    for tool in CONFIRMED:  # and says how to ask before each destructive one
+        assert f"- `{tool}`" in guide
     # docs/agent-guide.md (a link) is the packaged guide, for readers of the repository.
     assert (ROOT / "docs" / "agent-guide.md").read_text() == guide
 
@@ -72,14 +109,16 @@ async def test_the_agent_guide_is_served_as_instructions_resource_and_prompt() -
         prompts = await session.list_prompts()
         prompt = await session.get_prompt(GUIDE_PROMPT)
 
-    assert instructions == guide
+    # Each after the note on the server's mode (read-only: started without --allow-write).
+    served = mode_note(allow_write=False) + "\n\n" + guide
+    assert instructions == served
     assert [str(r.uri) for r in resources.resources] == [GUIDE_URI]
     assert isinstance(read.contents[0], types.TextResourceContents)
-    assert read.contents[0].text == guide
+    assert read.contents[0].text == served
     assert read.contents[0].mime_type == "text/markdown"
     assert [p.name for p in prompts.prompts] == [GUIDE_PROMPT]
     assert isinstance(prompt.messages[0].content, types.TextContent)
-    assert prompt.messages[0].content.text == guide
+    assert prompt.messages[0].content.text == served
 
 
 @pytest.mark.anyio

@@ -1,7 +1,7 @@
 """A teardown conversation of an agent, as MCP tool calls only, against the local cloud: a real
-MCP client session from the SDK over stdio with ``hypd mcp serve``. Read the plan, refuse a
-delete the user has not confirmed (no ``confirm``, or not the tag), protection refusing a
-confirmed one, then the confirmed delete polled to its end; a discovered cluster forgotten."""
+MCP client session from the SDK over stdio with ``hypd mcp serve --allow-write``. Read the plan,
+refuse a delete the user has not confirmed (no ``confirm``, or not the tag), protection refusing
+a confirmed one, then the confirmed delete polled to its end; a discovered cluster forgotten."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ TAG = "doomed"
 async def test_plan_confirm_then_delete_on_tools_alone(cloud: Any, api: ApiClient) -> None:
     created_cluster(api, cloud, tag=TAG)  # the create conversation has its own tests
 
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         cluster = await call(session, "cluster_get", tag=TAG)
         assert (cluster["source"], cluster["status"]) == ("created", "ACTIVE")
 
@@ -80,7 +80,7 @@ async def test_a_discovered_cluster_is_forgotten_on_tools_alone(
 ) -> None:
     seeded, tag = discovered_cluster(api, cloud)
 
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         plan = await call(session, "cluster_teardown_plan", tag=tag)
         assert [b["code"] for b in plan["blockers"]] == ["NotCreatedByHypd"]
         refused = await call_error(session, "cluster_delete", tag=tag, confirm=tag, force=True)

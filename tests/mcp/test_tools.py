@@ -1,7 +1,8 @@
 """The MCP tools against the REST API's contract: one tool per operation of docs/openapi.json,
 schemas from the API's pydantic models (a body's tool takes the path parameters beside the
-body's fields; a change the API may find made answers either model), and how
-operation_get_status waits (no subprocess)."""
+body's fields; a change the API may find made answers either model), how operation_get_status
+waits, and what a server refuses before any request: a write tool when it is read-only, a
+destructive call without the right confirm (no subprocess)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,19 @@ DESTRUCTIVE = {"operation_cancel", "instance_group_update", "instance_group_dele
                "node_reboot", "node_replace", "node_delete", "autoscaling_set",
                "health_policy_set", "features_set", "team_set", "team_delete",
                "training_job_delete", "endpoint_delete", "cluster_delete"}
+CONFIRMED = {
+    # tool: the argument its confirm repeats
+    "cluster_delete": "tag",
+    "instance_group_delete": "name",
+    "node_delete": "nodeId",
+    "node_replace": "nodeId",
+    "node_reboot": "nodeId",
+    "team_delete": "team",
+    "training_job_delete": "name",
+    "endpoint_delete": "name",
+}
+"""The destructive tools whose every call needs confirm (features_set: a call turning a feature
+off); the others say in their spec why they need none."""
 
 
 def committed_document() -> dict[str, Any]:
@@ -141,8 +155,9 @@ def test_each_tool_is_documented_from_its_operation() -> None:
             assert operation["description"] in mcp_tool.description
         assert f"{tool.method} {tool.path}" in mcp_tool.description
         assert mcp_tool.annotations is not None
-        assert mcp_tool.annotations.read_only_hint is (tool.method == "GET")
-        if tool.method != "GET":
+        assert tool.read_only is (tool.method == "GET")
+        assert mcp_tool.annotations.read_only_hint is tool.read_only
+        if not tool.read_only:
             assert mcp_tool.annotations.destructive_hint is (tool.name in DESTRUCTIVE)
 
 
@@ -213,7 +228,7 @@ def test_a_body_tool_takes_its_path_parameters_beside_the_bodys_fields() -> None
     assert features["required"] == ["tag"]
     assert list(features["properties"]) == ["tag", "trainingOperator", "inferenceOperator",
                                             "tieredCheckpointing", "observability",
-                                            "taskGovernance"]
+                                            "taskGovernance", "confirm"]
     team = tools["team_set"].input_schema
     assert team["required"] == ["tag", "team", "resources"]
     assert team["properties"]["team"]["maxLength"] == 40
@@ -313,10 +328,11 @@ class VirtualTime:
         self.now += seconds
 
 
-def tools_with(client: ScriptedClient, bound: list[Any],
-               time: VirtualTime | None = None) -> HypdTools:
+def tools_with(client: ScriptedClient, bound: list[Any], time: VirtualTime | None = None,
+               *, allow_write: bool = True) -> HypdTools:
     time = time or VirtualTime()
-    return HypdTools(client, bound, poll_seconds=0.25, clock=time.clock, sleep=time.sleep)
+    return HypdTools(client, bound, allow_write=allow_write, poll_seconds=0.25,
+                     clock=time.clock, sleep=time.sleep)
 
 
 @pytest.mark.anyio
@@ -467,14 +483,15 @@ async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[A
     await tools.call("instance_group_update", {"tag": "demo", "name": "spot", "count": 2})
     await tools.call("autoscaling_set", {"tag": "demo", "enabled": False})
     await tools.call("node_list", {"tag": "demo", "instanceGroup": "spot"})
-    await tools.call("node_delete", {"tag": "demo", "nodeId": "i-0123456789abcdef0"})
+    await tools.call("node_delete", {"tag": "demo", "nodeId": "i-0123456789abcdef0",
+                                     "confirm": "i-0123456789abcdef0"})
     await tools.call("node_health_get", {"tag": "demo", "nodeId": "i-0123456789abcdef0"})
     await tools.call("health_policy_set", {"tag": "demo", "action": "replace",
                                            "maxActionsPerHour": 3})
     await tools.call("features_set", {"tag": "demo", "trainingOperator": {"enabled": True}})
     await tools.call("team_set", {"tag": "demo", "team": "ml", "resources": [
         {"instanceType": "ml.g6.4xlarge", "count": 1}]})
-    await tools.call("team_delete", {"tag": "demo", "team": "ml"})
+    await tools.call("team_delete", {"tag": "demo", "team": "ml", "confirm": "ml"})
 
     assert client.calls == [
         ("getCluster", {"tag": "a/b"}, None),
@@ -491,7 +508,7 @@ async def test_each_call_runs_its_one_operation_with_the_arguments(bound: list[A
         ("setFeatures", {"tag": "demo"}, {"trainingOperator": {"enabled": True}}),
         ("setTeam", {"tag": "demo", "team": "ml"},
          {"resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}]}),
-        ("deleteTeam", {"tag": "demo", "team": "ml"}, None),
+        ("deleteTeam", {"tag": "demo", "team": "ml"}, None),  # confirm is not sent
     ]
 
 
@@ -504,3 +521,134 @@ async def test_client_failures_are_tool_errors(bound: list[Any]) -> None:
     error = error_of(result)
     assert error["code"] == "ApiUnreachable"
     assert "http://127.0.0.1:9/v1" in error["message"]
+
+
+# ------------------------------------------------------------------ safe by default
+ARGUMENTS = {"tag": "demo", "name": "spot", "nodeId": "i-0123456789abcdef0", "team": "ml",
+             "operationId": OPERATION_ID}
+"""A value for each path parameter of the tools."""
+
+
+def required_arguments(tool: Any) -> dict[str, Any]:
+    """The tool's path parameters, from `ARGUMENTS`."""
+    return {name: ARGUMENTS[name] for name in tool.path_params}
+
+
+@pytest.mark.anyio
+async def test_a_read_only_server_lists_only_the_read_tools_and_refuses_the_others(
+    bound: list[Any],
+) -> None:
+    client = ScriptedClient({"clusters": []})
+    tools = tools_with(client, bound, allow_write=False)
+
+    listed = tools.list()
+
+    assert {t.name for t in listed} == {t.name for t in bound if t.read_only}
+    assert all(t.annotations is not None and t.annotations.read_only_hint for t in listed)
+    writes = [t for t in bound if not t.read_only]
+    assert writes  # and each of them is refused by name, before any request
+    for tool in writes:
+        result = await tools.call(tool.name, required_arguments(tool))
+        error = error_of(result)
+        assert (error["status"], error["code"]) == (None, "ReadOnlyServer"), tool.name
+        assert "started read-only" in error["message"]
+        assert "--allow-write" in error["message"]
+    assert client.calls == []
+    # A read still runs.
+    assert not (await tools.call("cluster_list_all", {})).is_error
+    assert client.calls == [("listClusters", {}, None)]
+
+
+def test_with_allow_write_every_tool_is_listed(bound: list[Any]) -> None:
+    listed = tools_with(ScriptedClient({}), bound).list()
+
+    assert [t.name for t in listed] == [t.name for t in bound]
+
+
+def test_each_destructive_tool_confirms_its_target_or_says_why_it_need_not(
+    bound: list[Any],
+) -> None:
+    tools = {t.name: t for t in bound}
+    destructive = {name for name, t in tools.items() if t.spec.destructive}
+    assert destructive == DESTRUCTIVE
+    for name in destructive:
+        spec = tools[name].spec
+        assert (spec.confirm is None) == bool(spec.unconfirmed), name
+    assert {n for n in destructive if tools[n].spec.confirm} == {*CONFIRMED, "features_set"}
+
+    # Every call of these needs confirm, repeating one of its required arguments.
+    for name, parameter in CONFIRMED.items():
+        schema = tools[name].input_schema
+        assert "confirm" in schema["required"], name
+        assert parameter in schema["required"], name
+        assert "Ask the user first" in schema["properties"]["confirm"]["description"]
+        assert tools[name].to_mcp().description.count("confirm set to") == 1
+    # A call of features_set needs it only to turn a feature off.
+    features = tools["features_set"].input_schema
+    assert "confirm" not in features["required"]
+    assert "turns a feature off" in features["properties"]["confirm"]["description"]
+
+    # A destructive spec without either is refused where it is written.
+    with pytest.raises(ValueError, match="give it a confirm, or say in unconfirmed why"):
+        ToolSpec("x", "deleteTeam", OperationAccepted, destructive=True)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", sorted(CONFIRMED))
+async def test_a_destructive_call_without_its_targets_name_as_confirm_is_refused(
+    bound: list[Any], name: str
+) -> None:
+    client = ScriptedClient({"operationId": OPERATION_ID, "status": "PENDING", "kind": "x"})
+    tools = tools_with(client, bound)
+    tool = next(t for t in bound if t.name == name)
+    arguments = required_arguments(tool)
+    target = arguments[CONFIRMED[name]]
+
+    for confirm in ({}, {"confirm": ""}, {"confirm": "yes"}, {"confirm": target.upper()},
+                    {"confirm": ARGUMENTS["tag"]} if CONFIRMED[name] != "tag" else {}):
+        error = error_of(await tools.call(name, {**arguments, **confirm}))
+        assert (error["status"], error["code"]) == (None, "ConfirmationRequired"), confirm
+        assert f"confirm set to {target!r}" in error["message"]
+        assert error["details"] == {"confirm": target}
+    assert client.calls == []
+
+    assert not (await tools.call(name, {**arguments, "confirm": target})).is_error
+    assert client.calls == [(tool.spec.operation_id, arguments, None)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("features", "expected"),
+    [
+        ({"trainingOperator": {"enabled": True}}, None),
+        ({"tieredCheckpointing": {"memoryPercent": 30}}, None),
+        ({"trainingOperator": {"enabled": False}}, "trainingOperator"),
+        # Named in the API's order, however the call orders them.
+        ({"observability": {"enabled": False}, "trainingOperator": {"enabled": True},
+          "inferenceOperator": {"enabled": False}}, "inferenceOperator,observability"),
+        # Every spelling the API takes for "off" counts.
+        ({"taskGovernance": {"enabled": "false"}}, "taskGovernance"),
+        ({"task_governance": {"enabled": 0}}, "taskGovernance"),
+    ],
+)
+async def test_features_set_needs_confirm_naming_the_features_it_turns_off(
+    bound: list[Any], features: dict[str, Any], expected: str | None
+) -> None:
+    client = ScriptedClient({"operationId": OPERATION_ID, "status": "PENDING", "kind": "x"})
+    tools = tools_with(client, bound)
+
+    unconfirmed = await tools.call("features_set", {"tag": "demo", **features})
+
+    if expected is None:  # nothing turned off: nothing to confirm
+        assert not unconfirmed.is_error
+        assert client.calls == [("setFeatures", {"tag": "demo"}, features)]
+        return
+    error = error_of(unconfirmed)
+    assert (error["code"], error["details"]) == ("ConfirmationRequired", {"confirm": expected})
+    assert f"turns off {expected!r}" in error["message"]
+    wrong = await tools.call("features_set", {"tag": "demo", **features, "confirm": "all"})
+    assert error_of(wrong)["code"] == "ConfirmationRequired"
+    assert client.calls == []
+    confirmed = await tools.call("features_set", {"tag": "demo", **features, "confirm": expected})
+    assert not confirmed.is_error
+    assert client.calls == [("setFeatures", {"tag": "demo"}, features)]  # confirm not sent

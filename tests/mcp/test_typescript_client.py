@@ -8,7 +8,8 @@ when it does not conform. So every read tool is called on a real cluster (each s
 by the SDK against its schema), a change of each answer shape too (202 operation, 200
 ``changed: false``, the protection in force, a discovered cluster forgotten), and the API's
 errors must arrive as tool errors with their code and message (a delete not confirmed, or
-refused by protection, too).
+refused by protection, too). And what the SDK lists: without ``--allow-write`` no write tool,
+with it every tool, each destructive one requiring ``confirm``.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import pytest
 
 from hypd_cli.api_client import ApiClient
 from hypd_cli.mcp_binding import bind_tools, openapi_document
-from hypd_cli.mcp_server import ERROR_KEY
+from hypd_cli.mcp_server import ERROR_KEY, mode_note
 from tests.e2e.capacity import created_cluster, discovered_cluster, run
 from tests.e2e.test_workloads import in_phase, wait_job
-from tests.mcp.conftest import POLL_SECONDS, python_path
-from tests.mcp.test_tools import TOOLS
+from tests.mcp.conftest import python_path, serve_command
+from tests.mcp.test_session import unused_endpoint
+from tests.mcp.test_tools import CONFIRMED, TOOLS
 
 CLIENT_DIR = Path(__file__).resolve().parent / "typescript"
 TAG = "typed"
@@ -66,12 +68,6 @@ def run_client(server: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]
     return output
 
 
-def hypd_mcp(endpoint: str) -> list[str]:
-    """``hypd mcp serve --endpoint ENDPOINT``, as an MCP client's config starts it."""
-    return [sys.executable, "-m", "hypd_cli.main", "mcp", "serve", "--endpoint", endpoint,
-            "--poll-seconds", str(POLL_SECONDS)]
-
-
 def texts(result: dict[str, Any]) -> list[str]:
     return [c["text"] for c in result["content"] if c["type"] == "text"]
 
@@ -105,7 +101,7 @@ def read_calls(values: dict[str, str], per_tool: dict[str, dict[str, str]]
     (those of `per_tool[tool]` first)."""
     calls = []
     for tool in bind_tools(openapi_document()):
-        if tool.method != "GET":
+        if not tool.read_only:
             continue
         given = {**values, **per_tool.get(tool.name, {})}
         required = tool.input_schema.get("required", [])
@@ -156,7 +152,7 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
         # 200 changed: false (the union output schema's other branch)
         {"name": "instance_group_update", "arguments": {"tag": TAG, "name": GROUP, "count": 2}},
         # 202: an operation started
-        {"name": "node_reboot", "arguments": {"tag": TAG, "nodeId": first}},
+        {"name": "node_reboot", "arguments": {"tag": TAG, "nodeId": first, "confirm": first}},
         {"name": "health_policy_set", "arguments": {"tag": TAG, "action": "notify"}},
         # a wait on an operation that has ended answers at once
         {"name": "operation_get_status",
@@ -189,7 +185,8 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     unknown = [{"name": "cluster_explode", "arguments": {}}]
 
     # When the TypeScript SDK's client lists the tools and makes the calls
-    out = run_client(hypd_mcp(cloud.api_url), reads + changes + errors + unknown)
+    out = run_client(serve_command(cloud.api_url, allow_write=True),
+                     reads + changes + errors + unknown)
 
     # Then it sees the server, its guide and every tool, each with its schemas
     assert out["server"]["name"] == "hypd"
@@ -261,6 +258,61 @@ def test_the_typescript_sdk_lists_calls_and_reads_errors_of_every_tool(
     (nonexistent,) = outcomes[-1:]
     assert nonexistent["thrown"]["code"] == -32602
     assert "cluster_explode" in nonexistent["thrown"]["message"]
+
+
+def test_without_allow_write_the_typescript_sdk_lists_no_write_tool() -> None:
+    # Given a server started as an MCP client's config does, without --allow-write (nothing
+    # listens at its endpoint: a request would be ApiUnreachable)
+    server = serve_command(unused_endpoint())
+
+    # When the TypeScript SDK's client lists the tools and calls two write tools by name
+    out = run_client(server, [
+        {"name": "cluster_create", "arguments": {"tag": "demo"}},
+        {"name": "cluster_delete", "arguments": {"tag": "demo", "confirm": "demo"}},
+    ])
+
+    # Then it sees exactly the read-only tools, each annotated so, and the mode first
+    read_only = {tool.name for tool in bind_tools(openapi_document()) if tool.read_only}
+    assert {tool["name"] for tool in out["tools"]} == read_only
+    assert all(tool["annotations"]["readOnlyHint"] is True for tool in out["tools"])
+    assert out["instructions"].startswith(mode_note(allow_write=False))
+    # And a write tool is refused before any request, saying how to allow writes
+    for outcome in out["calls"]:
+        error = tool_error(outcome)
+        assert (error["status"], error["code"]) == (None, "ReadOnlyServer")
+        assert "--allow-write" in error["message"]
+
+
+def test_with_allow_write_the_typescript_sdk_lists_every_tool_and_destructive_ones_confirm(
+) -> None:
+    # Given a server started with --allow-write (nothing listens at its endpoint)
+    server = serve_command(unused_endpoint(), allow_write=True)
+
+    # When the TypeScript SDK's client lists the tools and deletes a group unconfirmed
+    out = run_client(server, [
+        {"name": "instance_group_delete", "arguments": {"tag": "demo", "name": "spot"}},
+        {"name": "instance_group_delete",
+         "arguments": {"tag": "demo", "name": "spot", "confirm": "demo"}},
+    ])
+
+    # Then it sees every tool, the write tools among them
+    tools = {tool["name"]: tool for tool in out["tools"]}
+    assert set(tools) == set(TOOLS)
+    assert any(tool["annotations"]["readOnlyHint"] is False for tool in tools.values())
+    assert out["instructions"].startswith(mode_note(allow_write=True))
+    # And every destructive tool that always destroys requires confirm (features_set: to
+    # turn a feature off, so it is offered but optional)
+    destructive = {name for name, tool in tools.items()
+                   if tool["annotations"].get("destructiveHint") is True}
+    assert set(CONFIRMED) <= destructive
+    for name in CONFIRMED:
+        assert "confirm" in tools[name]["inputSchema"]["required"], name
+    assert "confirm" in tools["features_set"]["inputSchema"]["properties"]
+    # And a delete without the group's name as confirm is refused before any request
+    for outcome in out["calls"]:
+        error = tool_error(outcome)
+        assert (error["status"], error["code"]) == (None, "ConfirmationRequired")
+        assert error["details"] == {"confirm": "spot"}
 
 
 @pytest.mark.parametrize("structured", [True, False])

@@ -1,7 +1,8 @@
 """A workloads conversation of an agent, as MCP tool calls only, against the local cloud: a real
-MCP client session over stdio with ``hypd mcp serve``. Look first (groups, features), get each
-refusal as a tool error naming the field with nothing submitted, then submit a job, poll it,
-follow the job and read its logs; deploy an endpoint, invoke it and delete it."""
+MCP client session over stdio with ``hypd mcp serve --allow-write``. Look first (groups,
+features), get each refusal as a tool error naming the field with nothing submitted, then submit
+a job, poll it, follow the job and read its logs; deploy an endpoint, invoke it and delete it
+(each delete confirmed by the workload's name)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ JOB = {"name": "train", "image": "repo/train:1", "instanceType": "ml.g6.4xlarge"
 async def test_a_job_and_an_endpoint_run_on_tools_alone(cloud: Any, api: ApiClient) -> None:
     created_cluster(api, cloud, tag=TAG)
 
-    async with mcp_session(cloud.api_url) as session:
+    async with mcp_session(cloud.api_url, allow_write=True) as session:
         # Look first: the groups' types and counts, and the training operator is off.
         groups = await call(session, "instance_group_list", tag=TAG)
         assert [(g["instanceType"], g["count"]) for g in groups["instanceGroups"]] == [
@@ -69,7 +70,8 @@ async def test_a_job_and_an_endpoint_run_on_tools_alone(cloud: Any, api: ApiClie
         assert logs["pod"] == "train-pod-0"
         assert len(logs["logs"].splitlines()) <= 2
 
-        deleting = await call(session, "training_job_delete", tag=TAG, name="train")
+        deleting = await call(session, "training_job_delete", tag=TAG, name="train",
+                              confirm="train")
         deleted, _ = await poll(session, deleting["operationId"])
         assert deleted["status"] == "SUCCEEDED", deleted.get("error")
 
@@ -86,7 +88,12 @@ async def test_a_job_and_an_endpoint_run_on_tools_alone(cloud: Any, api: ApiClie
         answer = await call(session, "endpoint_invoke", tag=TAG, name="falcon",
                             body={"inputs": "hello"}, namespace="default")
         assert answer["body"]["input"] == {"inputs": "hello"}
-        removing = await call(session, "endpoint_delete", tag=TAG, name="falcon")
+        wrong = await call_error(session, "endpoint_delete", tag=TAG, name="falcon",
+                                 confirm="train")
+        assert (wrong["code"], wrong["details"]) == ("ConfirmationRequired", {"confirm": "falcon"})
+        assert (await call(session, "endpoint_get", tag=TAG, name="falcon"))["ready"] is True
+        removing = await call(session, "endpoint_delete", tag=TAG, name="falcon",
+                              confirm="falcon")
         removed, _ = await poll(session, removing["operationId"])
         assert removed["status"] == "SUCCEEDED", removed.get("error")
         assert (await call(session, "endpoint_list", tag=TAG))["endpoints"] == []
