@@ -45,7 +45,8 @@ def test_the_default_template_is_the_one_in_the_current_directory(tmp_path: Path
 def test_local_up_serves_until_stopped() -> None:
     # Given `hypd local up` running on a thread, with a way to stop it
     args = build_parser().parse_args(
-        ["local", "up", "--port", "0", "--template", str(FIXTURE_TEMPLATE), "--seed", "demo"])
+        ["local", "up", "--port", "0", "--console-port", "0", "--template",
+         str(FIXTURE_TEMPLATE), "--seed", "demo"])
     stop, ready = threading.Event(), threading.Event()
     urls: dict[str, str] = {}
     out = io.StringIO()
