@@ -53,11 +53,12 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 MAX_BODY = 1 << 20  # the API's requests are small JSON documents
+POLL_SECONDS = 0.1  # how soon a shutdown is noticed
 
 
 def _template_pattern(path: str) -> re.Pattern[str]:
     # A path parameter is one segment, never "." or ".." (a server could resolve those).
-    parameter = r"(?!\.\.?$)[^/]+"
+    parameter = r"(?!\.\.?(?:/|$))[^/]+"
     segments = [parameter if re.fullmatch(r"{\w+}", s) else re.escape(s) for s in path.split("/")]
     return re.compile("^" + "/".join(segments) + "$")
 
@@ -101,14 +102,14 @@ class ConsoleServer:
         return frozenset({f"{HOST}:{self.port}", f"localhost:{self.port}"})
 
     def start(self) -> ConsoleServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="hypd-console",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(POLL_SECONDS,),
+                                        name="hypd-console", daemon=True)
         self._thread.start()
         return self
 
     def serve_forever(self) -> None:
         """Serve in this thread until `shutdown` (from another thread)."""
-        self._httpd.serve_forever()
+        self._httpd.serve_forever(POLL_SECONDS)
 
     def shutdown(self) -> None:
         """Stop the serving loop (from any thread but the serving one)."""
