@@ -1,6 +1,7 @@
 """The web console in a real browser (Debian's headless chromium through chromedriver) against
 the local cloud: a cluster created through the form with every stage seen to succeed, a group
-added and a feature toggled on the cluster page, and the API's refusals shown to the user.
+added and a feature toggled on the cluster page, the API's refusals shown to the user, and a
+failed operation's error shown and retried from its panel.
 
 Every wait is on what the page shows (WebDriverWait, generous timeouts): the local cloud's
 virtual clock runs the pipeline's waits by itself, however fast the machine is.
@@ -9,79 +10,29 @@ virtual clock runs the pipeline's waits by itself, however fast the machine is.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from hypd_cli.api_client import ApiClient
 from hypd_cli.console import ConsoleServer
+from hypd_local.seed import seed_clusters
+from tests.console.browser import (
+    CREATE_STAGES,
+    fill_create_form,
+    find,
+    operation_end,
+    options,
+    pick_type,
+    type_into,
+    wait,
+)
 from tests.e2e.capacity import BUCKET, TAG, created_cluster
-from tests.support import group_body
-
-OPERATION_TIMEOUT = 300  # seconds of real time for a create on a slow, busy machine
-PAGE_TIMEOUT = 60
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
-CREATE_STAGES = ["network", "eks", "dependencies", "hyperpod", "storage", "verify"]
-
-
-def wait(driver: WebDriver, timeout: float = PAGE_TIMEOUT) -> WebDriverWait[WebDriver]:
-    # The progress panel redraws itself on every poll: an element found a moment ago may be
-    # gone, so a wait looks again.
-    return WebDriverWait(driver, timeout, poll_frequency=0.2,
-                         ignored_exceptions=[NoSuchElementException,
-                                             StaleElementReferenceException])
-
-
-def find(driver: WebDriver, css: str) -> WebElement:
-    """The element once it is on the page."""
-    return wait(driver).until(lambda d: d.find_element(By.CSS_SELECTOR, css))
-
-
-def type_into(element: WebElement, text: str) -> None:
-    """Replace the field's text as a user does (select all, delete, type): each key fires the
-    input events the page listens to, which WebElement.clear() does not."""
-    element.send_keys(Keys.CONTROL, "a")
-    element.send_keys(Keys.DELETE)
-    if text:
-        element.send_keys(text)
-
-
-def options(driver: WebDriver, select_css: str) -> list[str]:
-    return [o.get_attribute("value") or "" for o in
-            driver.find_elements(By.CSS_SELECTOR, f"{select_css} option")]
-
-
-def pick_type(driver: WebDriver, prefix: str, instance_type: str) -> None:
-    """Search for the type, then choose it in the list the search left."""
-    type_into(find(driver, f"#{prefix}-type-search"), instance_type)
-    wait(driver).until(lambda d: options(d, f"#{prefix}-type") == [instance_type])
-    Select(driver.find_element(By.CSS_SELECTOR, f"#{prefix}-type")).select_by_value(
-        instance_type)
-
-
-def operation_end(driver: WebDriver, within: str = "") -> tuple[str, str, dict[str, str]]:
-    """(operation id, final status, {stage: status}) of the progress panel (`within` a
-    container) once the operation has ended, as one drawing of the panel shows them."""
-    header_css = f"{within} [data-operation-status]".strip()
-    rows_css = f"{within} tr[data-stage]".strip()
-
-    def ended(d: WebDriver) -> tuple[str, str, dict[str, str]] | bool:
-        header = d.find_element(By.CSS_SELECTOR, header_css)
-        status = header.get_attribute("data-operation-status") or ""
-        if status not in TERMINAL:
-            return False
-        stages = {r.get_attribute("data-stage") or "": r.get_attribute("data-stage-status") or ""
-                  for r in d.find_elements(By.CSS_SELECTOR, rows_css)}
-        return header.get_attribute("data-operation") or "", status, stages
-
-    found = wait(driver, OPERATION_TIMEOUT).until(ended)
-    assert isinstance(found, tuple)
-    return found
+from tests.support import fail_calls, group_body
 
 
 def test_a_cluster_is_created_through_the_form_and_every_stage_succeeds(
@@ -113,10 +64,7 @@ def test_a_cluster_is_created_through_the_form_and_every_stage_succeeds(
     assert groups[-1] == "CPU only"
 
     # When the form is filled in with a tag the API refuses, and sent
-    pick_type(browser, "create", "ml.g6.4xlarge")
-    type_into(find(browser, "#create-count"), "1")
-    type_into(find(browser, "#create-s3-bucket"), BUCKET)
-    type_into(find(browser, "#create-tag"), "bad tag!")
+    fill_create_form(browser, tag="bad tag!", bucket=BUCKET)
     find(browser, "#create-submit").click()
 
     # Then the page shows the API's 400, naming the field
@@ -154,13 +102,25 @@ def test_a_cluster_is_created_through_the_form_and_every_stage_succeeds(
     assert row.find_element(By.CSS_SELECTOR, f'a[href="#/operations/{operation_id}"]')
 
 
-def test_a_group_is_added_through_the_cluster_page(
-    cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
-) -> None:
-    # Given an ACTIVE cluster and its groups page
+@pytest.fixture
+def cluster_page(cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
+                 ) -> Callable[[str, str], None]:
+    """An ACTIVE cluster (TAG, one group `workers`) made through the API; returns a function
+    that opens one of its page's sections and waits until `ready` (CSS) is shown."""
     created_cluster(api, cloud, group_body(count=1))
-    browser.get(console.url + f"#/clusters/{TAG}/groups")
-    find(browser, 'tr[data-group="workers"]')
+
+    def open_section(section: str, ready: str) -> None:
+        browser.get(console.url + f"#/clusters/{TAG}/{section}")
+        find(browser, ready)
+
+    return open_section
+
+
+def test_a_group_is_added_through_the_cluster_page(
+    api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
+) -> None:
+    # Given the groups page of an ACTIVE cluster
+    cluster_page("groups", 'tr[data-group="workers"]')
     wait(browser).until(lambda d: len(options(d, "#add-group-type")) > 10)
 
     # When a spot group with a label is added through the form
@@ -191,12 +151,10 @@ def test_a_group_is_added_through_the_cluster_page(
 
 
 def test_a_feature_is_toggled_on_the_cluster_page(
-    cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
+    api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
 ) -> None:
-    # Given an ACTIVE cluster whose training operator is off
-    created_cluster(api, cloud, group_body(count=1))
-    browser.get(console.url + f"#/clusters/{TAG}/features")
-    find(browser, '[data-feature="trainingOperator"][data-enabled="false"]')
+    # Given the features of an ACTIVE cluster, whose training operator is off
+    cluster_page("features", '[data-feature="trainingOperator"][data-enabled="false"]')
 
     # When the user turns it on
     find(browser, '[data-toggle="trainingOperator"]').click()
@@ -207,3 +165,36 @@ def test_a_feature_is_toggled_on_the_cluster_page(
     assert api.get_operation(operation_id)["kind"] == "set-features"
     find(browser, '[data-feature="trainingOperator"][data-enabled="true"]')
     assert api.get_features(TAG)["features"]["trainingOperator"]["enabled"] is True
+
+
+def test_a_failed_operation_shows_its_error_and_is_retried_from_the_panel(
+    cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
+) -> None:
+    # Given a discover that failed: the role could not list the HyperPod clusters
+    seed_clusters(cloud)
+    with fail_calls(cloud, "sagemaker", "list_clusters", "AccessDeniedException", times=100):
+        operation_id = api.discover_clusters()["operationId"]
+        cloud.wait_for_executions(timeout=60)
+    assert api.get_operation(operation_id)["status"] == "FAILED"
+
+    # When its panel is opened
+    browser.get(console.url + f"#/operations/{operation_id}")
+
+    # Then it shows FAILED with the error's code, the failed stage, and a Retry button
+    _id, status, stages = operation_end(browser)
+    assert status == "FAILED"
+    assert stages["hyperpod-clusters"] == "FAILED"
+    error = find(browser, "[data-operation-error]")
+    assert error.get_attribute("data-operation-error") == "AccessDeniedException"
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-action="cancel"]')
+
+    # When the user retries it
+    find(browser, '[data-action="retry"]').click()
+
+    # Then the panel follows the new attempt to SUCCEEDED, as the API says
+    wait(browser).until(lambda d: find(d, "[data-operation-status]").get_attribute(
+        "data-operation-status") != "FAILED")
+    _id, status, stages = operation_end(browser)
+    assert status == "SUCCEEDED"
+    assert set(stages.values()) == {"SUCCEEDED"}
+    assert api.get_operation(operation_id)["status"] == "SUCCEEDED"

@@ -46,10 +46,10 @@ async function clustersPage(el) {
       fill(list, table([
         ["Cluster", (c) => h("a", { href: `#/clusters/${encodeURIComponent(c.tag)}`, class: "cluster-link" }, h("strong", {}, c.tag))],
         ["Status", (c) => badge(c.status)],
-        ["Zone", (c) => { const cell = h("span", { class: "muted" }, "-"); zones.set(c.tag, cell); return cell; }],
-        ["EKS", (c) => (c.eks ? `${c.eks.version || ""} ${c.eks.status}` : "-")],
+        ["Zone", (c) => { const cell = h("span", { class: "nowrap" }, "-"); zones.set(c.tag, cell); return cell; }],
+        ["EKS", (c) => (c.eks ? h("span", { class: "nowrap" }, `${c.eks.version || ""} `, badge(c.eks.status)) : "-")],
         ["HyperPod", (c) => (c.hyperpod ? badge(c.hyperpod.status) : "-")],
-        ["Capacity", (c) => nodesSummary(c)],
+        ["Capacity", (c) => h("span", { class: "nowrap" }, nodesSummary(c))],
         ["Source", (c) => c.source],
         ["Last operation", (c) => (c.lastOperationId ? h("a", { href: `#/operations/${c.lastOperationId}`, class: "mono" }, c.lastOperationId) : "-")],
         ["Updated", (c) => when(c.updatedAt)],

@@ -258,7 +258,7 @@ async function featuresSection(ctx) {
   const progress = h("div", { id: "features-progress" });
   const prerequisites = h("div");
   fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Managed features"), h("span", { class: "spacer" }), actionButton("Refresh", () => reload())),
-    h("p", { class: "muted small" }, "Each toggle sends only that feature (PATCH /clusters/{tag}/features); prerequisites are installed first and removed only when nothing needs them."),
+    h("p", { class: "muted small" }, `Each toggle sends only that feature (PATCH /clusters/${tag}/features); prerequisites are installed first and removed only when nothing needs them.`),
     cards, progress, h("h3", {}, "Shared prerequisites"), prerequisites);
 
   async function reload() {
@@ -279,7 +279,7 @@ async function featuresSection(ctx) {
       }));
       fill(prerequisites, table([
         ["Add-on", ([n]) => n],
-        ["Installed", ([, p]) => badge(p.installed ? "enabled" : "off")],
+        ["Installed", ([, p]) => badge(p.installed ? "installed" : "no")],
         ["Status", ([, p]) => badge(p.status)],
         ["Installed by", ([, p]) => p.installedBy || "-"],
         ["Required by", ([, p]) => (p.requiredBy || []).join(", ") || "-"],

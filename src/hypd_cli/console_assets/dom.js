@@ -32,7 +32,7 @@ export function fill(el, ...children) {
 
 const TONES = {
   SUCCEEDED: "ok", ACTIVE: "ok", InService: "ok", Ready: "ok", Running: "ok", Healthy: "ok",
-  ENABLED: "ok", enabled: "ok", on: "ok", Succeeded: "ok", Completed: "ok", Schedulable: "ok",
+  ENABLED: "ok", enabled: "ok", installed: "ok", on: "ok", Succeeded: "ok", Completed: "ok", Schedulable: "ok",
   RUNNING: "run", CREATING: "run", UPDATING: "run", Creating: "run", Updating: "run",
   SystemUpdating: "run", Pending: "run", DELETING: "run", Deleting: "run", InProgress: "run",
   PENDING: "wait", WAITING: "wait", Scheduled: "wait",

@@ -86,7 +86,7 @@ export function groupFields(form, prefix, { defaults = {}, withZone = false } = 
   const listeners = [];
   const changed = () => listeners.forEach((fn) => fn());
 
-  const name = h("input", { type: "text", id: `${prefix}-name`, value: defaults.name || "workers", required: true, oninput: changed });
+  const name = h("input", { type: "text", id: `${prefix}-name`, value: defaults.name ?? "workers", placeholder: "e.g. spot-burst", required: true, oninput: changed });
   const search = h("input", { type: "search", class: "wide", id: `${prefix}-type-search`, placeholder: "Search: h100, a10g, trainium, p5, g6...", oninput: () => renderTypes() });
   const typeSelect = h("select", { id: `${prefix}-type`, size: 12, onchange: () => { renderPlans(); renderEfa(); changed(); } });
   const typeInfo = h("div", { class: "hint", id: `${prefix}-type-info` });
@@ -142,7 +142,8 @@ export function groupFields(form, prefix, { defaults = {}, withZone = false } = 
     planSelect.replaceChildren(...usable.map((p) => h("option", { value: p.arn },
       `${p.name} · ${p.status} · ${p.availableInstanceCount ?? "?"}/${p.totalInstanceCount ?? "?"} available · ${p.availabilityZones.join(", ")}`)));
     const isPlan = capacityType() === "training-plan";
-    planSelect.disabled = !isPlan || !usable.length;
+    planSelect.disabled = !usable.length;
+    planSelect.hidden = !isPlan;
     const elsewhere = plans.filter((p) => type && p.instanceTypes.includes(type) && !usable.includes(p));
     planHint.textContent = !type ? "Choose an instance type to see its training plans" : usable.length
       ? `${usable.length} training plan(s) for ${type} in ${zone}`
