@@ -1,7 +1,8 @@
 """The web console in a real browser (Debian's headless chromium through chromedriver) against
 the local cloud: a cluster created through the form with every stage seen to succeed, a group
-added and a feature toggled on the cluster page, the API's refusals shown to the user, and a
-failed operation's error shown and retried from its panel.
+added and a feature toggled on the cluster page, the API's refusals shown to the user, a
+failed operation's error shown and retried from its panel, and a teardown confirmed by typing
+the tag.
 
 Every wait is on what the page shows (WebDriverWait, generous timeouts): the local cloud's
 virtual clock runs the pipeline's waits by itself, however fast the machine is.
@@ -198,3 +199,30 @@ def test_a_failed_operation_shows_its_error_and_is_retried_from_the_panel(
     assert status == "SUCCEEDED"
     assert set(stages.values()) == {"SUCCEEDED"}
     assert api.get_operation(operation_id)["status"] == "SUCCEEDED"
+
+
+def test_a_cluster_is_torn_down_after_its_plan_and_a_typed_confirmation(
+    api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
+) -> None:
+    # Given the teardown page of an ACTIVE cluster: its plan, and a delete button that is off
+    cluster_page("teardown", "#teardown-confirm")
+    plan = find(browser, "#teardown-plan").text
+    assert f"EksCluster hypd-{TAG}" in plan
+    assert BUCKET in plan  # among what is kept: the user's data
+    delete = find(browser, "#teardown-delete")
+    assert not delete.is_enabled()
+
+    # When the user types something other than the tag, the button stays off
+    type_into(find(browser, "#teardown-confirm"), TAG + "x")
+    assert not find(browser, "#teardown-delete").is_enabled()
+
+    # When the tag is typed and the delete pressed
+    type_into(find(browser, "#teardown-confirm"), TAG)
+    wait(browser).until(lambda d: find(d, "#teardown-delete").is_enabled())
+    find(browser, "#teardown-delete").click()
+
+    # Then the delete operation is followed to SUCCEEDED and the cluster is DELETED
+    operation_id, status, _stages = operation_end(browser, "#teardown-progress")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "delete-cluster"
+    assert api.get_cluster(TAG)["status"] == "DELETED"

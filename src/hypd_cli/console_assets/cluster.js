@@ -219,12 +219,14 @@ async function autoscalingSection(ctx) {
           h("dt", {}, "Enabled"), h("dd", {}, badge(auto.enabled ? "enabled" : "off")),
           h("dt", {}, "Status"), h("dd", {}, badge(auto.status)),
           h("dt", {}, "Groups"), h("dd", {}, (auto.instanceGroups || []).join(", ") || "-"),
-          h("dt", {}, "Consolidation"), h("dd", {}, `${auto.consolidationPolicy || "-"} after ${auto.consolidateAfter || "-"}`),
+          h("dt", {}, "Consolidation"), h("dd", {}, auto.consolidationPolicy ? `${auto.consolidationPolicy}, after ${auto.consolidateAfter || "-"}` : "-"),
           auto.failureMessage ? [h("dt", {}, "Failure"), h("dd", {}, auto.failureMessage)] : null),
         h("h3", {}, auto.enabled ? "Change" : "Enable"),
         h("div", { class: "stack" },
           h("div", { class: "choices" }, h("span", { class: "muted" }, "Groups Karpenter scales:"), boxes),
-          h("div", { class: "choices" }, policy, after),
+          h("div", { class: "choices" },
+            h("label", { class: "inline" }, h("span", { class: "muted" }, "Consolidation policy"), policy),
+            h("label", { class: "inline" }, h("span", { class: "muted" }, "Consolidate after"), after)),
           h("div", { class: "toolbar" },
             actionButton(auto.enabled ? "Apply" : "Enable autoscaling", () => {
               const request = { enabled: true };

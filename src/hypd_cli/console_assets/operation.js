@@ -75,6 +75,7 @@ export function operationPanel(container, id, { onEnd = () => {}, compact = fals
   let timer = null;
   let stopped = false;
   let ended = null;
+  let shown = null; // the operation as last drawn: an unchanged one is not redrawn
   const actionError = h("div");
 
   const schedule = () => {
@@ -86,6 +87,7 @@ export function operationPanel(container, id, { onEnd = () => {}, compact = fals
     try {
       await call("POST", path`/operations/${id}/` + verb);
       ended = null;
+      shown = null;
       clearTimeout(timer);
       await refresh();
     } catch (err) {
@@ -126,7 +128,12 @@ export function operationPanel(container, id, { onEnd = () => {}, compact = fals
     try {
       const operation = await get(path`/operations/${id}`);
       if (stopped) return;
-      render(operation);
+      const drawn = JSON.stringify(operation);
+      if (drawn !== shown) {
+        // Redrawn only when it changed, so a button is not replaced under the user's click.
+        shown = drawn;
+        render(operation);
+      }
       if (isTerminal(operation.status)) {
         if (ended !== operation.status) {
           ended = operation.status;
@@ -137,6 +144,7 @@ export function operationPanel(container, id, { onEnd = () => {}, compact = fals
       }
     } catch (err) {
       if (stopped) return;
+      shown = null;
       fill(container, errorBox(err));
       if (err.status && err.status < 500) return; // 404 and the like will not get better
     }
