@@ -194,7 +194,13 @@ class _ConsoleHandler(http.server.BaseHTTPRequestHandler):
         if not forwardable(self.command, path):
             self._refuse(404, "NotFound", f"{self.command} {path} is no route of the hypd API")
             return
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._refuse(400, "BadRequest", "the Content-Length header is not a length")
+            return
         if length > MAX_BODY:
             self._refuse(413, "PayloadTooLarge", f"the request body is over {MAX_BODY} bytes")
             return
@@ -218,7 +224,7 @@ class _ConsoleHandler(http.server.BaseHTTPRequestHandler):
         if "/" in name or suffix not in ASSET_TYPES:
             self._refuse(404, "NotFound", f"no page {path}")
             return
-        resource = importlib.resources.files("hypd_cli").joinpath(ASSETS, name)
+        resource = importlib.resources.files("hypd_cli").joinpath(ASSETS).joinpath(name)
         if not resource.is_file():
             self._refuse(404, "NotFound", f"no page {path}")
             return

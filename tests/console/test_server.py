@@ -67,7 +67,7 @@ def stub() -> Iterator[StubApi]:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     api.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
@@ -284,6 +284,17 @@ def test_an_oversized_body_is_refused(console: ConsoleServer, stub: StubApi) -> 
                      body=b" " * (MAX_BODY + 1))
 
     assert answer.status == 413
+    assert stub.seen == []
+
+
+@pytest.mark.parametrize("length", ["-5", "ten"])
+def test_a_body_length_that_is_no_length_is_refused(
+    console: ConsoleServer, stub: StubApi, length: str
+) -> None:
+    answer = request(console, "POST", "/api/clusters",
+                     headers={**HEADER, "Content-Length": length})
+
+    assert answer.status == 400
     assert stub.seen == []
 
 
