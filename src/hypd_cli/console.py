@@ -57,8 +57,8 @@ POLL_SECONDS = 0.1  # how soon a shutdown is noticed
 
 
 def _template_pattern(path: str) -> re.Pattern[str]:
-    # A path parameter is one segment, never "." or ".." (a server could resolve those).
-    parameter = r"(?!\.\.?(?:/|$))[^/]+"
+    # A path parameter is one segment (`forwardable` refuses "." and "..").
+    parameter = r"[^/]+"
     segments = [parameter if re.fullmatch(r"{\w+}", s) else re.escape(s) for s in path.split("/")]
     return re.compile("^" + "/".join(segments) + "$")
 
@@ -70,7 +70,10 @@ _ROUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 
 def forwardable(method: str, path: str) -> bool:
-    """Whether ``method path`` (an API path, without ``/api``) is one of `ROUTES`."""
+    """Whether ``method path`` (an API path, without ``/api``, as sent: percent-encoded) is one
+    of `ROUTES`. A segment that is, or decodes to, ``.`` or ``..`` never is."""
+    if any(urllib.parse.unquote(segment) in (".", "..") for segment in path.split("/")):
+        return False
     return any(m == method and p.match(path) for m, p in _ROUTE_PATTERNS)
 
 

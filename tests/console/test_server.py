@@ -195,6 +195,9 @@ def test_every_route_of_the_api_is_forwardable_and_nothing_else() -> None:
     assert not forwardable("GET", "/clusters/demo/extra/segments")
     assert not forwardable("GET", "/clusters/..")
     assert not forwardable("GET", "/clusters/./instance-groups")
+    assert not forwardable("GET", "/clusters/%2e%2E")
+    assert not forwardable("GET", "/clusters/%2E/instance-groups")
+    assert forwardable("GET", "/clusters/a%2Fb")  # an encoded slash stays in its segment
     assert not forwardable("GET", "/clusters/a/b")  # a parameter is one segment
 
 
