@@ -56,6 +56,13 @@ def test_a_cluster_is_created_through_the_form_and_every_stage_succeeds(
     assert "8\N{MULTIPLICATION SIGN} H100" in p5.text
     assert "EFA" in p5.text
     assert "GiB memory" in p5.text
+    # and with that type, training-plan capacity offers the zone's plans for it
+    Select(browser.find_element(By.CSS_SELECTOR, "#create-type")).select_by_value(
+        "ml.p5.48xlarge")
+    find(browser, "#create-capacity-training-plan").click()
+    plans = {p["name"]: p["arn"] for p in api.list_training_plans()["trainingPlans"]}
+    assert options(browser, "#create-plan") == [plans["p5-active"]]  # us-west-2a, 4 x p5
+    find(browser, "#create-capacity-on-demand").click()
     # and accelerated types come first when nothing is searched
     type_into(find(browser, "#create-type-search"), "")
     wait(browser).until(lambda d: len(options(d, "#create-type")) > 10)
