@@ -3,18 +3,18 @@ through ApiClient (signed or plain) and passes the answers through unchanged; ev
 keeps other sites from using the user's credentials refuses as docs/console.md says; the
 assets are served from the package with the security headers.
 
-The API here is a stub HTTP server on loopback that records what reached it.
+The API here is a fake HTTP server on loopback that records what reached it
+(tests/support.py).
 """
 
 from __future__ import annotations
 
 import http.client
-import http.server
 import json
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -30,55 +30,21 @@ from hypd_cli.console import (
     run_console,
 )
 from hypd_cli.main import build_parser
+from tests.support import FakeApi, serve_fake_api
 
 HEADER = {"X-Hypd-Console": "1"}
 
 
-@dataclass
-class StubApi:
-    """A stand-in for the REST API at ``url`` (stage /v1): answers ``status`` and ``body`` to
-    every request, and records each one (method, path, headers, body)."""
-
-    url: str = ""
-    status: int = 200
-    body: bytes = b'{"clusters": [], "nextToken": null}'
-    seen: list[dict[str, Any]] = field(default_factory=list)
-
-
 @pytest.fixture
-def stub() -> Iterator[StubApi]:
-    api = StubApi()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            api.seen.append({"method": self.command, "path": self.path,
-                             "headers": dict(self.headers.items()),
-                             "body": self.rfile.read(length) if length else b""})
-            self.send_response(api.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(api.body)))
-            self.end_headers()
-            self.wfile.write(api.body)
-
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer  # noqa: N815 - http.server
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    api.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+def stub() -> Iterator[FakeApi]:
+    with serve_fake_api() as api:
+        api.reply = (200, {"Content-Type": "application/json"},
+                     b'{"clusters": [], "nextToken": null}')
         yield api
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture
-def console(stub: StubApi) -> Iterator[ConsoleServer]:
+def console(stub: FakeApi) -> Iterator[ConsoleServer]:
     with ConsoleServer(ApiClient(stub.url), port=0) as server:
         yield server
 
@@ -116,10 +82,11 @@ def request(console: ConsoleServer, method: str, path: str, *, headers: dict[str
 
 
 def test_a_route_of_the_api_is_forwarded_and_its_answer_passed_through(
-    console: ConsoleServer, stub: StubApi
+    console: ConsoleServer, stub: FakeApi
 ) -> None:
     # Given the API's answer to the listing
-    stub.body = b'{"operations": [{"id": "op-1"}], "nextToken": "t"}'
+    stub.reply = (200, {"Content-Type": "application/json"},
+                  b'{"operations": [{"id": "op-1"}], "nextToken": "t"}')
 
     # When the page lists a cluster's operations through the console
     answer = request(console, "GET", "/api/operations?clusterTag=demo&limit=5",
@@ -127,22 +94,21 @@ def test_a_route_of_the_api_is_forwarded_and_its_answer_passed_through(
 
     # Then the API got GET /v1/operations with the query, and nothing of the browser's own
     assert answer.status == 200
-    assert answer.body == stub.body
+    assert answer.body == stub.reply[2]
     assert answer.headers["content-type"] == "application/json"
-    (seen,) = stub.seen
-    assert seen["method"] == "GET"
-    assert seen["path"] == "/v1/operations?clusterTag=demo&limit=5"
-    assert "Cookie" not in seen["headers"]
-    assert "X-Hypd-Console" not in seen["headers"]
+    (seen,) = stub.received
+    assert (seen.method, seen.target) == ("GET", "/v1/operations?clusterTag=demo&limit=5")
+    assert "cookie" not in seen.headers
+    assert "x-hypd-console" not in seen.headers
 
 
 def test_a_body_is_forwarded_as_sent_and_an_api_error_keeps_its_status_and_body(
-    console: ConsoleServer, stub: StubApi
+    console: ConsoleServer, stub: FakeApi
 ) -> None:
     # Given an API that refuses the request, naming the field
-    stub.status = 400
-    stub.body = json.dumps({"code": "ValidationError", "message": "tag: bad", "details": {
-        "errors": [{"field": "tag", "in": "body", "message": "bad"}]}}).encode()
+    stub.reply = (400, {"Content-Type": "application/json"}, json.dumps({
+        "code": "ValidationError", "message": "tag: bad", "details": {
+            "errors": [{"field": "tag", "in": "body", "message": "bad"}]}}).encode())
     sent = b'{"tag": "bad tag", "instanceGroups": []}'
 
     # When a create is sent through the console
@@ -150,14 +116,14 @@ def test_a_body_is_forwarded_as_sent_and_an_api_error_keeps_its_status_and_body(
                      headers={**HEADER, "Content-Type": "application/json"}, body=sent)
 
     # Then the API saw that very body, and the page gets the API's 400 unchanged
-    assert stub.seen[0]["body"] == sent
-    assert stub.seen[0]["headers"]["Content-Type"] == "application/json"
+    assert stub.received[0].body == sent
+    assert stub.received[0].headers["content-type"] == "application/json"
     assert answer.status == 400
-    assert answer.body == stub.body
+    assert answer.body == stub.reply[2]
 
 
 def test_against_a_deployment_the_proxy_signs_with_the_users_credentials(
-    stub: StubApi
+    stub: FakeApi
 ) -> None:
     # Given a console whose client signs (as for a deployment's execute-api endpoint)
     signer = SigV4Signer(Credentials("AKIDEXAMPLE", "secret", "token"), "us-west-2")
@@ -167,12 +133,12 @@ def test_against_a_deployment_the_proxy_signs_with_the_users_credentials(
                 headers=HEADER, body=b'{"count": 2}')
 
     # Then the API got a SigV4 request for execute-api, with the session token
-    headers = stub.seen[0]["headers"]
-    assert headers["Authorization"].startswith(
+    headers = stub.received[0].headers
+    assert headers["authorization"].startswith(
         "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
-    assert "/us-west-2/execute-api/aws4_request" in headers["Authorization"]
-    assert headers["X-Amz-Security-Token"] == "token"
-    assert stub.seen[0]["path"] == "/v1/clusters/demo/instance-groups/gpu"
+    assert "/us-west-2/execute-api/aws4_request" in headers["authorization"]
+    assert headers["x-amz-security-token"] == "token"
+    assert stub.received[0].target == "/v1/clusters/demo/instance-groups/gpu"
 
 
 def test_an_unreachable_api_is_a_502_naming_the_endpoint() -> None:
@@ -208,14 +174,14 @@ def test_every_route_of_the_api_is_forwardable_and_nothing_else() -> None:
                                   "127.0.0.1", "attacker.localhost:{port}", ""])
 @pytest.mark.parametrize("path", ["/", "/api/clusters"])
 def test_a_foreign_host_header_is_refused(
-    console: ConsoleServer, stub: StubApi, host: str, path: str
+    console: ConsoleServer, stub: FakeApi, host: str, path: str
 ) -> None:
     # A DNS-rebinding page reaches 127.0.0.1 under its own host name.
     answer = request(console, "GET", path, headers=HEADER, host=host.format(port=console.port))
 
     assert answer.status == 403
     assert answer.json()["code"] == "Forbidden"
-    assert stub.seen == []
+    assert stub.received == []
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}"])
@@ -230,7 +196,7 @@ def test_the_consoles_own_host_names_are_served(
 
 @pytest.mark.parametrize("headers", [{}, {"X-Hypd-Console": "0"}, {"X-Hypd-Console": ""}])
 def test_an_api_request_without_the_console_header_is_refused(
-    console: ConsoleServer, stub: StubApi, headers: dict[str, str]
+    console: ConsoleServer, stub: FakeApi, headers: dict[str, str]
 ) -> None:
     # A form or an <img> of another site can make the browser send a simple request, never
     # one with a custom header.
@@ -238,31 +204,31 @@ def test_an_api_request_without_the_console_header_is_refused(
 
     assert answer.status == 403
     assert "X-Hypd-Console: 1" in answer.json()["message"]
-    assert stub.seen == []
+    assert stub.received == []
 
 
 def test_an_api_request_from_another_origin_is_refused(
-    console: ConsoleServer, stub: StubApi
+    console: ConsoleServer, stub: FakeApi
 ) -> None:
     answer = request(console, "DELETE", "/api/clusters/demo",
                      headers={**HEADER, "Origin": "https://evil.example"})
 
     assert answer.status == 403
-    assert stub.seen == []
+    assert stub.received == []
     # while the console's own origin is accepted
     own = request(console, "DELETE", "/api/clusters/demo",
                   headers={**HEADER, "Origin": f"http://127.0.0.1:{console.port}"})
     assert own.status == 200
 
 
-def test_a_cors_preflight_is_never_granted(console: ConsoleServer, stub: StubApi) -> None:
+def test_a_cors_preflight_is_never_granted(console: ConsoleServer, stub: FakeApi) -> None:
     answer = request(console, "OPTIONS", "/api/clusters", headers={
         "Origin": "https://evil.example", "Access-Control-Request-Method": "POST",
         "Access-Control-Request-Headers": "x-hypd-console"})
 
     assert answer.status == 403
     assert not [name for name in answer.headers if name.startswith("access-control-")]
-    assert stub.seen == []
+    assert stub.received == []
 
 
 @pytest.mark.parametrize(("method", "path"), [
@@ -273,36 +239,36 @@ def test_a_cors_preflight_is_never_granted(console: ConsoleServer, stub: StubApi
     ("GET", "/api"),
 ])
 def test_what_is_no_route_of_the_api_is_not_forwarded(
-    console: ConsoleServer, stub: StubApi, method: str, path: str
+    console: ConsoleServer, stub: FakeApi, method: str, path: str
 ) -> None:
     answer = request(console, method, path, headers=HEADER, body=b"{}")
 
     assert answer.status == 404
     assert answer.json()["code"] == "NotFound"
-    assert stub.seen == []
+    assert stub.received == []
 
 
-def test_an_oversized_body_is_refused(console: ConsoleServer, stub: StubApi) -> None:
+def test_an_oversized_body_is_refused(console: ConsoleServer, stub: FakeApi) -> None:
     answer = request(console, "POST", "/api/clusters", headers=HEADER,
                      body=b" " * (MAX_BODY + 1))
 
     assert answer.status == 413
-    assert stub.seen == []
+    assert stub.received == []
 
 
 @pytest.mark.parametrize("length", ["-5", "ten"])
 def test_a_body_length_that_is_no_length_is_refused(
-    console: ConsoleServer, stub: StubApi, length: str
+    console: ConsoleServer, stub: FakeApi, length: str
 ) -> None:
     answer = request(console, "POST", "/api/clusters",
                      headers={**HEADER, "Content-Length": length})
 
     assert answer.status == 400
-    assert stub.seen == []
+    assert stub.received == []
 
 
 def test_every_answer_carries_the_security_headers_and_no_cors(
-    console: ConsoleServer, stub: StubApi
+    console: ConsoleServer, stub: FakeApi
 ) -> None:
     answers = [
         request(console, "GET", "/"),
@@ -369,7 +335,7 @@ def test_hypd_console_takes_a_port_open_and_the_api_options() -> None:
 
 
 def test_hypd_console_serves_until_stopped(
-    stub: StubApi, capsys: pytest.CaptureFixture[str]
+    stub: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given `hypd console --port 0` on the stub API, stopped as soon as it has answered
     args = build_parser().parse_args(["console", "--port", "0", "--endpoint", stub.url])
