@@ -359,7 +359,7 @@ class ApiClient:
     ) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
         answer = self.send(method, path, query=query, data=data)
-        if answer.status >= 400:
+        if not 200 <= answer.status < 300:
             raise _api_error(answer.status, answer.body, answer.headers, operation_id)
         status, payload = answer.status, answer.body
         if not payload:
