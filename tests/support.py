@@ -4,9 +4,11 @@ the EMF metrics the functions print)."""
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -131,3 +133,59 @@ def emf_sum(documents: list[dict[str, Any]], name: str, **dimensions: str) -> in
             value = d[name]
             total += sum(value) if isinstance(value, list) else value
     return int(total)
+
+
+@dataclass
+class Received:
+    """One request as the fake API got it (headers' names lowercased)."""
+
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class FakeApi:
+    """An HTTP server on loopback, standing in for the REST API at ``url`` (stage ``/v1``):
+    records requests and answers every one with ``reply`` (status, headers, body)."""
+
+    url: str
+    received: list[Received] = field(default_factory=list)
+    reply: tuple[int, dict[str, str], bytes] = (200, {}, b'{"ok": true}')
+
+
+@contextlib.contextmanager
+def serve_fake_api() -> Iterator[FakeApi]:
+    """A `FakeApi` serving until the block ends (the API client's and the console's tests)."""
+    state = FakeApi(url="")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            state.received.append(Received(
+                self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
+                self.rfile.read(length),
+            ))
+            status, headers, body = state.reply
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer  # noqa: N815 - http.server's naming
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

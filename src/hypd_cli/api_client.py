@@ -118,6 +118,15 @@ ROUTES: dict[str, Route] = {
 }
 
 
+@dataclass(frozen=True)
+class RawAnswer:
+    """The API's answer as it came: status, body bytes and headers (`ApiClient.send`)."""
+
+    status: int
+    body: bytes
+    headers: Any
+
+
 class ApiClientError(Exception):
     """Anything that kept a request from getting an answer it could use."""
 
@@ -348,30 +357,11 @@ class ApiClient:
         body: dict[str, Any] | None = None,
         operation_id: str | None = None,
     ) -> dict[str, Any]:
-        url = self.endpoint + path
-        params = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
-        if params:
-            # RFC 3986 encoding (%20, not +): what SigV4's canonical query string expects.
-            url += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote, safe="-_.~")
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        if self.signer is not None:
-            headers = self.signer.sign(method, url, headers, data)
-        request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
-            url, data=data, method=method, headers=headers
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-                status = response.status
-                payload = response.read()
-        except urllib.error.HTTPError as exc:
-            raise _api_error(exc.code, exc.read(), exc.headers, operation_id) from None
-        except urllib.error.URLError as exc:
-            raise ApiUnreachable(self.endpoint, str(exc.reason)) from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise ApiUnreachable(self.endpoint, str(exc) or type(exc).__name__) from None
+        answer = self.send(method, path, query=query, data=data)
+        if not 200 <= answer.status < 300:
+            raise _api_error(answer.status, answer.body, answer.headers, operation_id)
+        status, payload = answer.status, answer.body
         if not payload:
             return {}
         try:
@@ -385,6 +375,45 @@ class ApiClient:
             raise ApiError(status, "InvalidResponse", "the API answered with a JSON "
                            f"{type(result).__name__}, not an object", {}, operation_id)
         return result
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        data: bytes | None = None,
+    ) -> RawAnswer:
+        """One request as it is (signed when the client signs), and the API's answer as it
+        is, error statuses included: what a proxy forwards (the web console's). ``data`` is
+        sent as the JSON body.
+
+        Raises:
+            ApiUnreachable: no HTTP answer.
+            ApiConfigError: the credentials to sign with could not be loaded.
+        """
+        url = self.endpoint + path
+        params = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
+        if params:
+            # RFC 3986 encoding (%20, not +): what SigV4's canonical query string expects.
+            url += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote, safe="-_.~")
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if self.signer is not None:
+            headers = self.signer.sign(method, url, headers, data)
+        request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
+            url, data=data, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+                return RawAnswer(response.status, response.read(), response.headers)
+        except urllib.error.HTTPError as exc:
+            return RawAnswer(exc.code, exc.read(), exc.headers)
+        except urllib.error.URLError as exc:
+            raise ApiUnreachable(self.endpoint, str(exc.reason)) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise ApiUnreachable(self.endpoint, str(exc) or type(exc).__name__) from None
 
     def get(self, path: str, **query: Any) -> dict[str, Any]:
         return self.request("GET", path, query=query)

@@ -8,6 +8,7 @@ sets ``func`` (or ``handler``), a function ``(argparse.Namespace) -> int``, as a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import logging
@@ -16,10 +17,14 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
+
+from hypd_cli.api_client import ApiClient
+from hypd_cli.console import DEFAULT_PORT as DEFAULT_CONSOLE_PORT
+from hypd_cli.console import ConsoleServer
 
 # Modules that add subcommands to "hypd local" (imported only when present).
 LOCAL_COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.demo", "hypd_cli.kubeconfig")
@@ -91,6 +96,11 @@ def _register_up(local_subparsers: Any) -> None:
     up.add_argument("--seed-default", action="store_true",
                     help="create the default clusters: two HyperPod clusters on EKS and one EKS "
                     "cluster alone")
+    up.add_argument("--console-port", type=int, default=DEFAULT_CONSOLE_PORT,
+                    help=f"port of the web console on 127.0.0.1 (default {DEFAULT_CONSOLE_PORT}; "
+                    "0 picks a free port)")
+    up.add_argument("--no-console", action="store_true",
+                    help="do not serve the web console")
     up.add_argument("--log-level", default="WARNING",
                     choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level")
     up.set_defaults(handler=run_up)
@@ -139,11 +149,12 @@ def run_up(
                 seeded.extend(seed_clusters(cloud))
             if args.seed:
                 seeded.extend(seed_clusters(cloud, args.seed))
-            _print_banner(cloud, template, [s.name for s in seeded], out)
-            if on_ready is not None:
-                on_ready(cloud)
-            stop.wait()
-            print("\nStopping the local cloud...", file=out, flush=True)
+            with _console(cloud, args) as console:
+                _print_banner(cloud, template, [s.name for s in seeded], out, console)
+                if on_ready is not None:
+                    on_ready(cloud)
+                stop.wait()
+                print("\nStopping the local cloud...", file=out, flush=True)
     except (TemplateError, OSError) as exc:
         print(f"hypd local up: {exc}", file=sys.stderr)
         return 1
@@ -154,6 +165,17 @@ def run_up(
 
 
 LOCAL_DEPENDENCY_CHART = "charts/hyperpod-dependencies"
+
+
+@contextlib.contextmanager
+def _console(cloud: Any, args: argparse.Namespace) -> Iterator[ConsoleServer | None]:
+    """The web console on the cloud's API (plain requests: a loopback endpoint), unless
+    --no-console."""
+    if args.no_console:
+        yield None
+        return
+    with ConsoleServer(ApiClient(cloud.api_url), args.console_port) as console:
+        yield console
 
 
 def quiet_known_gaps() -> None:
@@ -189,10 +211,12 @@ def _parameter(item: str) -> tuple[str, str]:
     return key, value
 
 
-def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO) -> None:
+def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO,
+                  console: ConsoleServer | None = None) -> None:
     lines = [
         f"hypd local cloud is running ({template})",
         f"  REST API       {cloud.api_url}",
+        f"  web console    {console.url if console else '- (--no-console)'}",
         f"  AWS endpoint   {cloud.aws_endpoint}",
         f"  virtual clock  {cloud.local_url}/_local/clock  "
         f"(POST /_local/clock/advance {{\"seconds\": N}})",

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.events",
     "hypd_cli.catalog",
     "hypd_cli.mcp_command",
+    "hypd_cli.console",
 )
 
 

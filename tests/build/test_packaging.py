@@ -1,14 +1,18 @@
 """`pip install 'hypd[local]'` gives a working `hypd local up`: every third-party module the
 local cloud (src/hypd_local) and the CLI's local commands import is a dependency of hypd or of
 its `local` extra (pyproject.toml), moto exactly at the version requirements/dev.txt pins, and
-the CLI's own list of the extra's modules (its "install hypd[local]" check) is complete."""
+the CLI's own list of the extra's modules (its "install hypd[local]" check) is complete; the
+wheel carries the web console's page."""
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
+import shutil
+import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -125,3 +129,25 @@ def test_every_floor_admits_the_pinned_version() -> None:
 
     for name, requirement in {**requirements(None), **requirements("local")}.items():
         assert requirement.specifier.contains(pins[name]), (name, str(requirement), pins[name])
+
+
+def test_the_wheel_carries_the_web_consoles_assets(tmp_path: Path) -> None:
+    # `hypd console` serves its page from the package: a wheel without the files serves 404s.
+    # Built from a copy of the sources (setuptools writes build/ and *.egg-info beside them).
+    project = tmp_path / "project"
+    shutil.copytree(SRC, project / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", project)
+    shutil.copy(ROOT / "README.md", project)
+    subprocess.run(  # noqa: S603 - this Python's pip on our own sources
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path / "dist"), str(project)],
+        check=True, capture_output=True, timeout=300,
+    )
+    (wheel,) = (tmp_path / "dist").glob("hypd-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {name for name in archive.namelist() if "/console_assets/" in name}
+
+    assets = SRC / "hypd_cli" / "console_assets"
+    expected = {f"hypd_cli/console_assets/{p.name}" for p in assets.iterdir() if p.is_file()}
+    assert {"hypd_cli/console_assets/index.html", "hypd_cli/console_assets/app.js"} <= expected
+    assert shipped == expected

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import http.server
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +28,7 @@ from hypd_cli.api_client import (
     region_of_endpoint,
     started,
 )
+from tests.support import FakeApi, Received, serve_fake_api
 
 ACCESS_KEY = "AKIDEXAMPLE"
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -38,54 +36,10 @@ NOW = datetime(2026, 3, 4, 5, 6, 7)
 REGION = "eu-central-1"
 
 
-@dataclass
-class Received:
-    method: str
-    target: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class FakeApi:
-    """An HTTP server on loopback that records requests and answers with ``reply``."""
-
-    url: str
-    received: list[Received] = field(default_factory=list)
-    reply: tuple[int, dict[str, str], bytes] = (200, {}, b'{"ok": true}')
-
-
 @pytest.fixture
 def fake_api() -> Iterator[FakeApi]:
-    state = FakeApi(url="")
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            state.received.append(Received(
-                self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
-                self.rfile.read(length),
-            ))
-            status, headers, body = state.reply
-            self.send_response(status)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer  # noqa: N815 - http.server's naming
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield state
-    server.shutdown()
-    server.server_close()
+    with serve_fake_api() as api:
+        yield api
 
 
 @pytest.fixture

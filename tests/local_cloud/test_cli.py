@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import threading
 import urllib.request
@@ -45,7 +46,8 @@ def test_the_default_template_is_the_one_in_the_current_directory(tmp_path: Path
 def test_local_up_serves_until_stopped() -> None:
     # Given `hypd local up` running on a thread, with a way to stop it
     args = build_parser().parse_args(
-        ["local", "up", "--port", "0", "--template", str(FIXTURE_TEMPLATE), "--seed", "demo"])
+        ["local", "up", "--port", "0", "--console-port", "0", "--template",
+         str(FIXTURE_TEMPLATE), "--seed", "demo"])
     stop, ready = threading.Event(), threading.Event()
     urls: dict[str, str] = {}
     out = io.StringIO()
@@ -63,6 +65,11 @@ def test_local_up_serves_until_stopped() -> None:
         # When the API is called
         with urllib.request.urlopen(urls["api"] + "/items/7", timeout=30) as response:  # noqa: S310
             body = json.loads(response.read())
+        # and the web console is opened, at the address the banner gives
+        console = re.search(r"web console    (http://127\.0\.0\.1:\d+/)", out.getvalue())
+        assert console is not None
+        with urllib.request.urlopen(console.group(1), timeout=30) as response:  # noqa: S310
+            page = response.read().decode()
     finally:
         stop.set()
         runner.join(timeout=60)
@@ -72,6 +79,7 @@ def test_local_up_serves_until_stopped() -> None:
     assert exit_codes == [0]
     printed = out.getvalue()
     assert f"REST API       {urls['api']}" in printed
+    assert "<title>hypd console</title>" in page
     assert "export AWS_ENDPOINT_URL=http://127.0.0.1:" in printed
     # and what kubectl and aws eks get-token need
     assert "hypd local kubeconfig TAG --output kubeconfig" in printed

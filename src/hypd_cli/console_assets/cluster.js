@@ -1,0 +1,416 @@
+// The cluster page (#/clusters/{tag}/{section}): groups (list, scale, add with every
+// create-time choice, delete), nodes and their health, autoscaling, features (toggles),
+// jobs and endpoints, operation history, and teardown (the plan and a typed confirmation).
+// A change that starts an operation shows its progress panel in place; the section reloads
+// when it ends.
+
+import { call, get, path, query } from "./api.js";
+import { actionButton, badge, errorBox, fill, h, table, when } from "./dom.js";
+import { groupFields } from "./groups.js";
+import { operationPanel } from "./operation.js";
+
+export const SECTIONS = [
+  ["groups", "Instance groups"],
+  ["nodes", "Nodes & health"],
+  ["autoscaling", "Autoscaling"],
+  ["features", "Features"],
+  ["workloads", "Jobs & endpoints"],
+  ["operations", "Operations"],
+  ["teardown", "Teardown"],
+];
+
+/** The zone of a cluster: its groups' (the first one's), else null. */
+function clusterZone(groups) {
+  const zones = groups.map((g) => g.availabilityZone).filter(Boolean);
+  return zones.length ? zones[0] : null;
+}
+
+export async function clusterPage(main, tag, section, onLeave) {
+  section = SECTIONS.some(([key]) => key === section) ? section : "groups";
+  const header = h("div");
+  const body = h("div", { class: "panel", id: `section-${section}`, "data-section": section });
+  fill(main, header,
+    h("nav", { class: "tabs" }, SECTIONS.map(([key, label]) => h("a", {
+      href: `#/clusters/${encodeURIComponent(tag)}/${key}`, class: key === section ? "active" : "", "data-tab": key,
+    }, label))),
+    body);
+  const stops = [];
+  onLeave(() => stops.forEach((stop) => stop()));
+  const ctx = { tag, body, follow: (container, id, onEnd) => stops.push(operationPanel(container, id, { onEnd, compact: true })) };
+
+  try {
+    const cluster = await get(path`/clusters/${tag}`);
+    fill(header, h("h1", {}, cluster.tag, badge(cluster.status),
+      h("span", { class: "muted small" }, `${cluster.source} cluster`,
+        cluster.eks ? ` · EKS ${cluster.eks.name} ${cluster.eks.version || ""} ${cluster.eks.status}` : "",
+        cluster.hyperpod ? ` · HyperPod ${cluster.hyperpod.name} ${cluster.hyperpod.status}` : "",
+        cluster.region ? ` · ${cluster.region}` : "")),
+    cluster.hyperpod && cluster.hyperpod.failureMessage ? h("div", { class: "error" }, cluster.hyperpod.failureMessage) : null);
+    ctx.cluster = cluster;
+  } catch (err) {
+    fill(header, h("h1", {}, tag), errorBox(err));
+    return;
+  }
+  await RENDERERS[section](ctx);
+}
+
+/** Run a change; a 202 follows its operation in `where` and calls `done` at its end. */
+async function change(ctx, where, method, apiPath, requestBody, done) {
+  where.replaceChildren();
+  try {
+    const { status, body } = await call(method, apiPath, requestBody);
+    if (status === 202 && body.operationId) {
+      const panel = h("div", { class: "panel", "data-followed": body.operationId });
+      where.append(panel);
+      ctx.follow(panel, body.operationId, done);
+    } else {
+      where.append(h("div", { class: "notice", "data-unchanged": "true" }, body.changed === false ? "Nothing to change: the cluster is already like that." : "Done."));
+      done(body);
+    }
+  } catch (err) {
+    where.append(errorBox(err));
+  }
+}
+
+async function loadInto(el, load) {
+  try {
+    await load();
+  } catch (err) {
+    fill(el, errorBox(err));
+  }
+}
+
+// -- groups --------------------------------------------------------------------------------
+
+async function groupsSection(ctx) {
+  const { tag, body } = ctx;
+  const list = h("div", { id: "groups-list" });
+  const progress = h("div", { id: "groups-progress" });
+  const addForm = h("form", { class: "grid", id: "add-group-form", novalidate: true });
+  const addError = h("div", { id: "add-group-error" });
+  const preview = h("pre", { class: "json", id: "add-group-preview" });
+  const addButton = h("button", { type: "submit", class: "primary", id: "add-group-submit" }, "Add group");
+  fill(body,
+    h("div", { class: "toolbar" }, h("h2", {}, "Instance groups"), h("span", { class: "spacer" }),
+      actionButton("Refresh", () => reload())),
+    list, progress,
+    h("h2", { class: "mt" }, "Add a group"), addForm,
+    h("div", { class: "stack mt" }, h("div", { class: "muted small" }, `POST /clusters/${tag}/instance-groups:`), preview, addError, addButton));
+
+  let groups = [];
+  async function reload() {
+    await loadInto(list, async () => {
+      groups = (await get(path`/clusters/${tag}/instance-groups`)).instanceGroups || [];
+      fill(list, table([
+        ["Name", (g) => h("strong", {}, g.name)],
+        ["Type", (g) => g.instanceType || (g.instanceTypes || []).join(", ")],
+        ["Nodes", (g) => `${g.currentCount}/${g.count}${g.minCount !== null && g.minCount !== undefined ? ` (min ${g.minCount})` : ""}`],
+        ["Status", (g) => badge(g.status)],
+        ["Capacity", (g) => g.capacity.type + (g.capacity.trainingPlanArn ? ` (${g.capacity.trainingPlanArn.split("/").pop()})` : "")],
+        ["Zone", (g) => g.availabilityZone || "-"],
+        ["Options", (g) => [g.efaOnly ? "EFA-only" : null, g.dedicatedSubnet ? "dedicated subnet" : null, g.autoscaled ? "autoscaled" : null,
+          ...(g.deepHealthChecks || []), ...Object.entries(g.labels || {}).map(([k, v]) => `${k}=${v}`),
+          ...(g.taints || []).map((t) => `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`)].filter(Boolean).join(", ") || "-"],
+        ["Scale", (g) => scaleForm(g)],
+        ["", (g) => actionButton("Delete", () => {
+          if (!confirm(`Delete instance group ${g.name} of ${tag}? Its nodes are terminated.`)) return;
+          return change(ctx, progress, "DELETE", path`/clusters/${tag}/instance-groups/${g.name}`, undefined, () => reload());
+        }, { "data-delete-group": g.name })],
+      ], groups, "No instance groups.", (g) => ({ "data-group": g.name })));
+    });
+  }
+
+  function scaleForm(g) {
+    const count = h("input", { type: "number", min: 0, max: 6758, value: g.count, class: "narrow", "data-scale-count": g.name });
+    return h("span", { class: "inline" }, count, actionButton("Scale", () =>
+      change(ctx, progress, "PATCH", path`/clusters/${tag}/instance-groups/${g.name}`, { count: Number(count.value) }, () => reload()),
+    { "data-scale": g.name }));
+  }
+
+  await reload();
+  const fields = groupFields(addForm, "add-group", { defaults: { name: "", count: 1 }, withZone: true });
+  const update = () => { preview.textContent = JSON.stringify(fields.body(), null, 2); };
+  fields.onChange(update);
+  addForm.addEventListener("input", update);
+  addForm.addEventListener("change", update);
+  addForm.addEventListener("submit", (event) => event.preventDefault());
+  addButton.addEventListener("click", async (event) => {
+    event.preventDefault();
+    addError.replaceChildren();
+    await change(ctx, addError, "POST", path`/clusters/${tag}/instance-groups`, fields.body(), () => reload());
+  });
+  await loadInto(addError, async () => {
+    const zones = (await get("/catalog/availability-zones")).availabilityZones || [];
+    await fields.setZone(clusterZone(groups) || (zones[0] && zones[0].name), zones);
+  });
+  update();
+}
+
+// -- nodes and health ------------------------------------------------------------------------
+
+async function nodesSection(ctx) {
+  const { tag, body } = ctx;
+  const progress = h("div");
+  const nodesEl = h("div", { id: "nodes-list" });
+  const healthEl = h("div", { id: "health-summary" });
+  fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Nodes"), h("span", { class: "spacer" }), actionButton("Refresh", () => reload())),
+    nodesEl, progress, h("h2", { class: "mt" }, "Health"), healthEl);
+
+  async function reload() {
+    await Promise.all([
+      loadInto(nodesEl, async () => {
+        const [nodes, health] = await Promise.all([get(path`/clusters/${tag}/nodes`), get(path`/clusters/${tag}/health`)]);
+        const unhealthy = new Map((health.unhealthy || []).map((u) => [u.nodeId, u]));
+        fill(nodesEl, table([
+          ["Node", (n) => h("span", { class: "mono" }, n.nodeId)],
+          ["Group", (n) => n.instanceGroup],
+          ["Type", (n) => n.instanceType || "-"],
+          ["Status", (n) => badge(n.status)],
+          ["Health", (n) => unhealthy.has(n.nodeId) ? [badge(unhealthy.get(n.nodeId).status), " ", describeHealth(unhealthy.get(n.nodeId))] : badge("Healthy")],
+          ["Launched", (n) => when(n.launchTime)],
+          ["Actions", (n) => h("span", { class: "inline" },
+            actionButton("Reboot", () => confirm(`Reboot ${n.nodeId}?`) && change(ctx, progress, "POST", path`/clusters/${tag}/nodes/${n.nodeId}/reboot`, undefined, () => reload())),
+            actionButton("Replace", () => confirm(`Replace ${n.nodeId}? It is terminated and a new instance takes its place.`) && change(ctx, progress, "POST", path`/clusters/${tag}/nodes/${n.nodeId}/replace`, undefined, () => reload())))],
+        ], nodes.nodes || [], "No nodes.", (n) => ({ "data-node": n.nodeId })));
+        renderHealth(health);
+      }),
+    ]);
+  }
+
+  function describeHealth(entry) {
+    const latest = entry.latest || {};
+    return h("span", { class: "small" }, [latest.reason, latest.recommendation || latest.action].filter(Boolean).join(" · "));
+  }
+
+  function renderHealth(health) {
+    fill(healthEl,
+      h("dl", { class: "kv" },
+        h("dt", {}, "Nodes"), h("dd", {}, String(health.nodes)),
+        h("dt", {}, "By health"), h("dd", {}, Object.entries(health.counts || {}).map(([k, v]) => `${k}: ${v}`).join(", ") || "-"),
+        h("dt", {}, "Repair policy"), h("dd", {}, `${health.policy.action || "notify"}${health.policyIsDefault ? " (default)" : ""}, at most ${health.policy.maxActionsPerHour ?? "-"} an hour`),
+        h("dt", {}, "Add-ons"), h("dd", {}, Object.entries(health.addons || {}).map(([k, v]) => h("span", {}, `${k} `, badge(v.status || v), " ")))),
+      h("h3", {}, "Recent warnings and errors"),
+      table([
+        ["Time", (e) => when(e.time || e.eventTime)],
+        ["Type", (e) => e.type || e.eventType || "-"],
+        ["Message", (e) => e.message || e.reason || JSON.stringify(e)],
+      ], health.recentEvents || [], "No recent warnings or errors."));
+  }
+
+  await reload();
+}
+
+// -- autoscaling -----------------------------------------------------------------------------
+
+async function autoscalingSection(ctx) {
+  const { tag, body } = ctx;
+  const view = h("div", { id: "autoscaling-view" });
+  const progress = h("div");
+  fill(body, h("h2", {}, "Managed Karpenter autoscaling"), view, progress);
+
+  async function reload() {
+    await loadInto(view, async () => {
+      const [auto, groups] = await Promise.all([get(path`/clusters/${tag}/autoscaling`), get(path`/clusters/${tag}/instance-groups`)]);
+      const boxes = (groups.instanceGroups || []).map((g) => h("label", {}, h("input", { type: "checkbox", value: g.name, checked: (auto.instanceGroups || []).includes(g.name) }), g.name));
+      const policy = h("select", { id: "autoscaling-policy" }, ["", "WhenEmpty", "WhenEmptyOrUnderutilized"].map((p) => h("option", { value: p, selected: p === (auto.consolidationPolicy || "") }, p || "default")));
+      const after = h("input", { type: "text", id: "autoscaling-after", placeholder: "e.g. 5m or Never", value: auto.consolidateAfter || "" });
+      fill(view,
+        h("dl", { class: "kv" },
+          h("dt", {}, "Enabled"), h("dd", {}, badge(auto.enabled ? "enabled" : "off")),
+          h("dt", {}, "Status"), h("dd", {}, badge(auto.status)),
+          h("dt", {}, "Groups"), h("dd", {}, (auto.instanceGroups || []).join(", ") || "-"),
+          h("dt", {}, "Consolidation"), h("dd", {}, auto.consolidationPolicy ? `${auto.consolidationPolicy}, after ${auto.consolidateAfter || "-"}` : "-"),
+          auto.failureMessage ? [h("dt", {}, "Failure"), h("dd", {}, auto.failureMessage)] : null),
+        h("h3", {}, auto.enabled ? "Change" : "Enable"),
+        h("div", { class: "stack" },
+          h("div", { class: "choices" }, h("span", { class: "muted" }, "Groups Karpenter scales:"), boxes),
+          h("div", { class: "choices" },
+            h("label", { class: "inline" }, h("span", { class: "muted" }, "Consolidation policy"), policy),
+            h("label", { class: "inline" }, h("span", { class: "muted" }, "Consolidate after"), after)),
+          h("div", { class: "toolbar" },
+            actionButton(auto.enabled ? "Apply" : "Enable autoscaling", () => {
+              const request = { enabled: true };
+              const chosen = boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
+              if (chosen.length) request.instanceGroups = chosen;
+              if (policy.value) request.consolidationPolicy = policy.value;
+              if (after.value.trim()) request.consolidateAfter = after.value.trim();
+              return change(ctx, progress, "PUT", path`/clusters/${tag}/autoscaling`, request, () => reload());
+            }, { class: "primary", id: "autoscaling-enable" }),
+            auto.enabled ? actionButton("Disable autoscaling", () => change(ctx, progress, "PUT", path`/clusters/${tag}/autoscaling`, { enabled: false }, () => reload()), { id: "autoscaling-disable" }) : null)));
+    });
+  }
+
+  await reload();
+}
+
+// -- features --------------------------------------------------------------------------------
+
+const FEATURE_TITLES = {
+  trainingOperator: "Training operator",
+  inferenceOperator: "Inference operator",
+  tieredCheckpointing: "Tiered checkpointing",
+  observability: "Observability",
+  taskGovernance: "Task governance",
+};
+const VIEW_KEYS = new Set(["enabled", "status", "version", "requires", "requiredBy", "problems"]);
+
+async function featuresSection(ctx) {
+  const { tag, body } = ctx;
+  const cards = h("div", { class: "cards", id: "features-list" });
+  const progress = h("div", { id: "features-progress" });
+  const prerequisites = h("div");
+  fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Managed features"), h("span", { class: "spacer" }), actionButton("Refresh", () => reload())),
+    h("p", { class: "muted small" }, `Each toggle sends only that feature (PATCH /clusters/${tag}/features); prerequisites are installed first and removed only when nothing needs them.`),
+    cards, progress, h("h3", {}, "Shared prerequisites"), prerequisites);
+
+  async function reload() {
+    await loadInto(cards, async () => {
+      const view = await get(path`/clusters/${tag}/features`);
+      fill(cards, Object.entries(view.features || {}).map(([name, f]) => {
+        const settings = Object.entries(f).filter(([k]) => !VIEW_KEYS.has(k)).map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`);
+        return h("div", { class: "card", "data-feature": name, "data-enabled": String(Boolean(f.enabled)) },
+          h("h3", {}, FEATURE_TITLES[name] || name, badge(f.enabled ? "enabled" : "off")),
+          h("div", { class: "small muted" }, [f.status ? `status ${f.status}` : null, f.version ? `version ${f.version}` : null].filter(Boolean).join(" · ") || "\u00a0"),
+          settings.length ? h("div", { class: "small" }, settings.join(", ")) : null,
+          (f.requires || []).length ? h("div", { class: "small" }, "Requires: ", f.requires.join(", ")) : null,
+          (f.requiredBy || []).length ? h("div", { class: "small" }, "Required by: ", f.requiredBy.join(", ")) : null,
+          (f.problems || []).map((p) => h("div", { class: "small error" }, typeof p === "string" ? p : JSON.stringify(p))),
+          h("div", { class: "toolbar mt-s" }, actionButton(f.enabled ? "Disable" : "Enable",
+            () => change(ctx, progress, "PATCH", path`/clusters/${tag}/features`, { [name]: { enabled: !f.enabled } }, () => reload()),
+            { class: f.enabled ? "" : "primary", "data-toggle": name })));
+      }));
+      fill(prerequisites, table([
+        ["Add-on", ([n]) => n],
+        ["Installed", ([, p]) => badge(p.installed ? "installed" : "no")],
+        ["Status", ([, p]) => badge(p.status)],
+        ["Installed by", ([, p]) => p.installedBy || "-"],
+        ["Required by", ([, p]) => (p.requiredBy || []).join(", ") || "-"],
+      ], Object.entries(view.prerequisites || {}), "None."));
+    });
+  }
+
+  await reload();
+}
+
+// -- workloads -------------------------------------------------------------------------------
+
+async function workloadsSection(ctx) {
+  const { tag, body } = ctx;
+  const jobs = h("div", { id: "jobs-list" });
+  const endpoints = h("div", { id: "endpoints-list" });
+  const progress = h("div");
+  fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Training jobs"), h("span", { class: "spacer" }), actionButton("Refresh", () => reload())),
+    jobs, h("h2", { class: "mt" }, "Inference endpoints"), endpoints, progress,
+    h("p", { class: "muted small" }, "Submit jobs and deploy endpoints with hypd jobs submit / hypd endpoints deploy or the REST API."));
+
+  async function remove(what, apiPath) {
+    if (!confirm(`Delete ${what}?`)) return;
+    progress.replaceChildren();
+    try {
+      await call("DELETE", apiPath);
+      await reload();
+    } catch (err) {
+      fill(progress, errorBox(err));
+    }
+  }
+
+  async function reload() {
+    await Promise.all([
+      loadInto(jobs, async () => {
+        const list = (await get(path`/clusters/${tag}/training-jobs`)).trainingJobs || [];
+        fill(jobs, table([
+          ["Name", (j) => h("strong", {}, j.name)], ["Namespace", (j) => j.namespace], ["Phase", (j) => badge(j.phase)],
+          ["Restarts", (j) => String(j.restarts)], ["Type", (j) => `${j.nodeCount ?? "?"} × ${j.instanceType || "-"}`],
+          ["Started", (j) => when(j.startTime)],
+          ["", (j) => actionButton("Delete", () => remove(`training job ${j.name}`, `${path`/clusters/${tag}/training-jobs/${j.name}`}${query({ namespace: j.namespace })}`))],
+        ], list, "No training jobs."));
+      }),
+      loadInto(endpoints, async () => {
+        const list = (await get(path`/clusters/${tag}/inference-endpoints`)).endpoints || [];
+        fill(endpoints, table([
+          ["Name", (e) => h("strong", {}, e.name)], ["Namespace", (e) => e.namespace], ["State", (e) => badge(e.state)],
+          ["Replicas", (e) => `${e.readyReplicas}/${e.replicas} ready`], ["Type", (e) => e.instanceType || "-"],
+          ["", (e) => actionButton("Delete", () => remove(`inference endpoint ${e.name}`, `${path`/clusters/${tag}/inference-endpoints/${e.name}`}${query({ namespace: e.namespace })}`))],
+        ], list, "No inference endpoints."));
+      }),
+    ]);
+  }
+
+  await reload();
+}
+
+// -- operations ------------------------------------------------------------------------------
+
+async function operationsSection(ctx) {
+  const { tag, body } = ctx;
+  const list = h("div", { id: "operations-list" });
+  const more = h("div");
+  fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Operation history"), h("span", { class: "spacer" }), actionButton("Refresh", () => load())), list, more);
+  let rows = [];
+
+  async function load(nextToken) {
+    await loadInto(list, async () => {
+      const page = await get(`/operations${query({ clusterTag: tag, limit: 25, nextToken })}`);
+      rows = nextToken ? rows.concat(page.operations || []) : page.operations || [];
+      fill(list, table([
+        ["Operation", (o) => h("a", { href: `#/operations/${o.id}`, class: "mono" }, o.id)],
+        ["Kind", (o) => o.kind],
+        ["Status", (o) => badge(o.status)],
+        ["Started", (o) => when(o.createdAt)],
+        ["Updated", (o) => when(o.updatedAt)],
+        ["Error", (o) => (o.error ? `${o.error.code || ""}: ${o.error.message || ""}` : "")],
+      ], rows, "No operations."));
+      fill(more, page.nextToken ? actionButton("Older operations", () => load(page.nextToken)) : null);
+    });
+  }
+
+  await load();
+}
+
+// -- teardown --------------------------------------------------------------------------------
+
+async function teardownSection(ctx) {
+  const { tag, body } = ctx;
+  const planEl = h("div", { id: "teardown-plan" });
+  const progress = h("div", { id: "teardown-progress" });
+  const force = h("input", { type: "checkbox", id: "teardown-force" });
+  fill(body, h("h2", {}, "Delete the cluster"), planEl, progress);
+
+  async function reload() {
+    await loadInto(planEl, async () => {
+      const plan = await get(`${path`/clusters/${tag}/teardown-plan`}${query({ force: force.checked ? "true" : null })}`);
+      const confirmInput = h("input", { type: "text", id: "teardown-confirm", placeholder: tag, autocomplete: "off" });
+      const deleteButton = h("button", { type: "button", class: "danger", id: "teardown-delete", disabled: true }, `Delete ${tag}`);
+      confirmInput.addEventListener("input", () => { deleteButton.disabled = confirmInput.value !== tag || !plan.deletable; });
+      deleteButton.addEventListener("click", () => change(ctx, progress, "DELETE", `${path`/clusters/${tag}`}${query({ force: force.checked ? "true" : null })}`, undefined, () => {}));
+      fill(planEl,
+        plan.blockers && plan.blockers.length ? h("div", { class: "error" }, h("strong", {}, "Blocked now:"),
+          h("ul", {}, plan.blockers.map((b) => h("li", {}, h("code", {}, b.code), ": ", b.message)))) : null,
+        h("h3", {}, "Deleted, in this order"),
+        table([
+          ["Stage", (s) => h("strong", {}, s.stage)],
+          ["Resources", (s) => (s.resources || []).map((r) => h("div", { class: "small" }, `${r.type} `, h("span", { class: "mono" }, r.name)))],
+        ], plan.steps || [], "Nothing to delete."),
+        (plan.parallel || []).length ? h("p", { class: "muted small" }, "In parallel: ", plan.parallel.map((p) => (Array.isArray(p) ? p.join(" + ") : String(p))).join("; ")) : null,
+        h("h3", {}, "Kept"),
+        table([["Type", (k) => k.type], ["Name", (k) => h("span", { class: "mono" }, k.name)], ["Why", (k) => k.reason]], plan.kept || [], "Nothing kept."),
+        h("div", { class: "stack mt" },
+          h("label", { class: "inline" }, force, "Force: stop running jobs and endpoints first"),
+          h("div", {}, "Type the tag ", h("code", {}, tag), " to confirm:"),
+          h("div", { class: "inline" }, confirmInput, deleteButton)));
+      force.onchange = () => reload();
+    });
+  }
+
+  await reload();
+}
+
+const RENDERERS = {
+  groups: groupsSection,
+  nodes: nodesSection,
+  autoscaling: autoscalingSection,
+  features: featuresSection,
+  workloads: workloadsSection,
+  operations: operationsSection,
+  teardown: teardownSection,
+};

@@ -1,0 +1,235 @@
+"""The web console in a real browser (Debian's headless chromium through chromedriver) against
+the local cloud: a cluster created through the form with every stage seen to succeed, a group
+added and a feature toggled on the cluster page, the API's refusals shown to the user, a
+failed operation's error shown and retried from its panel, and a teardown confirmed by typing
+the tag.
+
+Every wait is on what the page shows (WebDriverWait, generous timeouts): the local cloud's
+virtual clock runs the pipeline's waits by itself, however fast the machine is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select
+
+from hypd_cli.api_client import ApiClient
+from hypd_cli.console import ConsoleServer
+from hypd_local.seed import seed_clusters
+from tests.console.browser import (
+    CREATE_STAGES,
+    fill_create_form,
+    find,
+    operation_end,
+    options,
+    pick_type,
+    type_into,
+    wait,
+)
+from tests.e2e.capacity import BUCKET, TAG, created_cluster
+from tests.support import fail_calls, group_body
+
+
+def test_a_cluster_is_created_through_the_form_and_every_stage_succeeds(
+    cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
+) -> None:
+    # Given the bucket the cluster mounts, and the console's create form
+    cloud.client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region})
+    browser.get(console.url + "#/create")
+    wait(browser).until(lambda d: len(options(d, "#create-type")) > 10)
+    Select(find(browser, "#create-zone")).select_by_value("us-west-2a")
+
+    # When the user searches the instance types for "h100"
+    type_into(find(browser, "#create-type-search"), "h100")
+
+    # Then only the H100 types are offered, each with its GPUs, memory and EFA
+    wait(browser).until(lambda d: set(options(d, "#create-type")) == {
+        "ml.p5.48xlarge", "ml.p5.4xlarge"})
+    p5 = browser.find_element(By.CSS_SELECTOR, '#create-type option[value="ml.p5.48xlarge"]')
+    assert "8\N{MULTIPLICATION SIGN} H100" in p5.text
+    assert "EFA" in p5.text
+    assert "GiB memory" in p5.text
+    # and with that type, training-plan capacity offers the zone's plans for it
+    Select(browser.find_element(By.CSS_SELECTOR, "#create-type")).select_by_value(
+        "ml.p5.48xlarge")
+    find(browser, "#create-capacity-training-plan").click()
+    plans = {p["name"]: p["arn"] for p in api.list_training_plans()["trainingPlans"]}
+    assert options(browser, "#create-plan") == [plans["p5-active"]]  # us-west-2a, 4 x p5
+    find(browser, "#create-capacity-on-demand").click()
+    # and accelerated types come first when nothing is searched
+    type_into(find(browser, "#create-type-search"), "")
+    wait(browser).until(lambda d: len(options(d, "#create-type")) > 10)
+    groups = [g.get_attribute("label") for g in
+              browser.find_elements(By.CSS_SELECTOR, "#create-type optgroup")]
+    assert groups[0] != "CPU only"
+    assert groups[-1] == "CPU only"
+
+    # When the form is filled in with a tag the API refuses, and sent
+    fill_create_form(browser, tag="bad tag!", bucket=BUCKET)
+    find(browser, "#create-submit").click()
+
+    # Then the page shows the API's 400, naming the field
+    error = find(browser, '#create-error [data-error-code="ValidationError"]')
+    assert "HTTP 400" in error.text
+    assert browser.find_element(By.CSS_SELECTOR, '#create-error [data-field="tag"]')
+
+    # When the tag is corrected: the request shown is the one sent
+    type_into(find(browser, "#create-tag"), "web")
+    preview = json.loads(find(browser, "#create-preview").text)
+    assert preview == {
+        "tag": "web", "availabilityZone": "us-west-2a",
+        "instanceGroups": [{"name": "workers", "instanceType": "ml.g6.4xlarge", "count": 1,
+                            "capacity": {"type": "on-demand"}}],
+        "storage": {"s3": {"bucket": BUCKET}},
+    }
+    find(browser, "#create-submit").click()
+
+    # Then the progress panel follows the operation to its end, every stage SUCCEEDED
+    wait(browser).until(lambda d: "#/operations/op-" in d.current_url)
+    operation_id, status, shown = operation_end(browser)
+    assert status == "SUCCEEDED"
+    assert find(browser, "#op-status").text == "SUCCEEDED"
+    operation = api.get_operation(operation_id)
+    assert list(shown)[:len(CREATE_STAGES)] == CREATE_STAGES
+    assert shown == {stage["name"]: "SUCCEEDED" for stage in operation["stages"]}
+    # and the API says the operation succeeded and the cluster is ACTIVE
+    assert operation["status"] == "SUCCEEDED"
+    assert api.get_cluster("web")["status"] == "ACTIVE"
+
+    # and the clusters page lists it, ACTIVE, with a link to that operation
+    browser.get(console.url + "#/clusters")
+    row = find(browser, 'tr[data-cluster="web"]')
+    assert row.get_attribute("data-cluster-status") == "ACTIVE"
+    assert row.find_element(By.CSS_SELECTOR, f'a[href="#/operations/{operation_id}"]')
+
+
+@pytest.fixture
+def cluster_page(cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
+                 ) -> Callable[[str, str], None]:
+    """An ACTIVE cluster (TAG, one group `workers`) made through the API; returns a function
+    that opens one of its page's sections and waits until `ready` (CSS) is shown."""
+    created_cluster(api, cloud, group_body(count=1))
+
+    def open_section(section: str, ready: str) -> None:
+        browser.get(console.url + f"#/clusters/{TAG}/{section}")
+        find(browser, ready)
+
+    return open_section
+
+
+def test_a_group_is_added_through_the_cluster_page(
+    api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
+) -> None:
+    # Given the groups page of an ACTIVE cluster
+    cluster_page("groups", 'tr[data-group="workers"]')
+    wait(browser).until(lambda d: len(options(d, "#add-group-type")) > 10)
+
+    # When a spot group with a label is added through the form
+    type_into(find(browser, "#add-group-name"), "burst")
+    pick_type(browser, "add-group", "ml.g6.4xlarge")
+    type_into(find(browser, "#add-group-count"), "1")
+    find(browser, "#add-group-capacity-spot").click()
+    type_into(find(browser, "#add-group-labels"), "team=research")
+    assert json.loads(find(browser, "#add-group-preview").text) == {
+        "name": "burst", "instanceType": "ml.g6.4xlarge", "count": 1,
+        "capacity": {"type": "spot"}, "labels": {"team": "research"}}
+    find(browser, "#add-group-submit").click()
+
+    # Then its operation is followed to SUCCEEDED and the group is listed
+    operation_id, status, stages = operation_end(browser, "[data-followed]")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "add-instance-group"
+    assert stages
+    assert set(stages.values()) <= {"SUCCEEDED", "SKIPPED"}
+    row = wait(browser).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, 'tr[data-group="burst"]').text)
+    assert "spot" in row
+    assert "team=research" in row
+    # as the API says
+    groups = {g["name"]: g for g in api.list_instance_groups(TAG)["instanceGroups"]}
+    assert groups["burst"]["capacity"]["type"] == "spot"
+    assert groups["burst"]["labels"] == {"team": "research"}
+
+
+def test_a_feature_is_toggled_on_the_cluster_page(
+    api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
+) -> None:
+    # Given the features of an ACTIVE cluster, whose training operator is off
+    cluster_page("features", '[data-feature="trainingOperator"][data-enabled="false"]')
+
+    # When the user turns it on
+    find(browser, '[data-toggle="trainingOperator"]').click()
+
+    # Then its operation succeeds and the feature shows enabled, as the API says
+    operation_id, status, _stages = operation_end(browser, "[data-followed]")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "set-features"
+    find(browser, '[data-feature="trainingOperator"][data-enabled="true"]')
+    assert api.get_features(TAG)["features"]["trainingOperator"]["enabled"] is True
+
+
+def test_a_failed_operation_shows_its_error_and_is_retried_from_the_panel(
+    cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
+) -> None:
+    # Given a discover that failed: the role could not list the HyperPod clusters
+    seed_clusters(cloud)
+    with fail_calls(cloud, "sagemaker", "list_clusters", "AccessDeniedException", times=100):
+        operation_id = api.discover_clusters()["operationId"]
+        cloud.wait_for_executions(timeout=60)
+    assert api.get_operation(operation_id)["status"] == "FAILED"
+
+    # When its panel is opened
+    browser.get(console.url + f"#/operations/{operation_id}")
+
+    # Then it shows FAILED with the error's code, the failed stage, and a Retry button
+    _id, status, stages = operation_end(browser)
+    assert status == "FAILED"
+    assert stages["hyperpod-clusters"] == "FAILED"
+    error = find(browser, "[data-operation-error]")
+    assert error.get_attribute("data-operation-error") == "AccessDeniedException"
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-action="cancel"]')
+
+    # When the user retries it
+    find(browser, '[data-action="retry"]').click()
+
+    # Then the panel follows the new attempt to SUCCEEDED, as the API says
+    wait(browser).until(lambda d: find(d, "[data-operation-status]").get_attribute(
+        "data-operation-status") != "FAILED")
+    _id, status, stages = operation_end(browser)
+    assert status == "SUCCEEDED"
+    assert set(stages.values()) == {"SUCCEEDED"}
+    assert api.get_operation(operation_id)["status"] == "SUCCEEDED"
+
+
+def test_a_cluster_is_torn_down_after_its_plan_and_a_typed_confirmation(
+    api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
+) -> None:
+    # Given the teardown page of an ACTIVE cluster: its plan, and a delete button that is off
+    cluster_page("teardown", "#teardown-confirm")
+    plan = find(browser, "#teardown-plan").text
+    assert f"EksCluster hypd-{TAG}" in plan
+    assert BUCKET in plan  # among what is kept: the user's data
+    delete = find(browser, "#teardown-delete")
+    assert not delete.is_enabled()
+
+    # When the user types something other than the tag, the button stays off
+    type_into(find(browser, "#teardown-confirm"), TAG + "x")
+    assert not find(browser, "#teardown-delete").is_enabled()
+
+    # When the tag is typed and the delete pressed
+    type_into(find(browser, "#teardown-confirm"), TAG)
+    wait(browser).until(lambda d: find(d, "#teardown-delete").is_enabled())
+    find(browser, "#teardown-delete").click()
+
+    # Then the delete operation is followed to SUCCEEDED and the cluster is DELETED
+    operation_id, status, _stages = operation_end(browser, "#teardown-progress")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "delete-cluster"
+    assert api.get_cluster(TAG)["status"] == "DELETED"
