@@ -30,27 +30,29 @@ Image = Mapping[str, Any]
 """An item as the stream shows it: attribute name -> attribute value ({"S": ...})."""
 
 
-def derive(old: Image | None, new: Image | None) -> list[Event]:
-    """The events of one stream record (INSERT: no ``old``; REMOVE: no ``new``, no event)."""
+def derive(old: Image | None, new: Image | None, sequence: str | None = None) -> list[Event]:
+    """The events of one stream record (INSERT: no ``old``; REMOVE: no ``new``, no event);
+    ``sequence``: the record's ``SequenceNumber``, which names a write of an item that has no
+    version (`_event_id`)."""
     if new is None:
         return []
     pk, sk = _string(new, PK), _string(new, SK)
     if pk.startswith("OP#") and sk == "OP":
-        return _operation(old, new)
+        return _operation(old, new, sequence)
     if pk.startswith("CLUSTER#") and sk == "CLUSTER":
-        return _cluster(old, new)
+        return _cluster(old, new, sequence)
     if pk.startswith("CLUSTER#") and sk.startswith("NODE#"):
-        return _node(old, new)
+        return _node(old, new, sequence)
     return []
 
 
-def _operation(old: Image | None, new: Image) -> list[Event]:
+def _operation(old: Image | None, new: Image, sequence: str | None) -> list[Event]:
     after = Operation.model_validate(_body(new))
     before = Operation.model_validate(_body(old)) if old is not None else None
     if before is not None and before.status == after.status:
         return []
     detail = OperationStateChange(
-        event_id=_event_id(new, after.updated_at),
+        event_id=_event_id(new, after.updated_at, sequence),
         operation_id=after.id,
         kind=after.kind,
         cluster_tag=after.cluster_tag,
@@ -74,16 +76,14 @@ def _stage(operation: Operation) -> str | None:
     return None
 
 
-def _cluster(old: Image | None, new: Image) -> list[Event]:
+def _cluster(old: Image | None, new: Image, sequence: str | None) -> list[Event]:
     after = Cluster.model_validate(_body(new))
     before = Cluster.model_validate(_body(old)) if old is not None else None
     previous = before.status if before is not None else None
     if after.status is None or after.status == previous:
         return []  # a discovered cluster has no status of hypd's
     detail = ClusterStateChange(
-        # Two writes of the record may share a millisecond (a failure and an automated retry
-        # of it): its status tells them apart.
-        event_id=f"{_event_id(new, after.updated_at)}|{after.status.value}",
+        event_id=_event_id(new, after.updated_at, sequence, after.status.value),
         tag=after.tag,
         status=after.status,
         previous_status=previous,
@@ -94,7 +94,7 @@ def _cluster(old: Image | None, new: Image) -> list[Event]:
     return [Event.of(detail, [arn] if arn else [], after.updated_at)]
 
 
-def _node(old: Image | None, new: Image) -> list[Event]:
+def _node(old: Image | None, new: Image, sequence: str | None) -> list[Event]:
     after = NodeHealth.model_validate(_body(new))
     before = NodeHealth.model_validate(_body(old)) if old is not None else None
     previous = before.latest if before is not None else None
@@ -104,7 +104,7 @@ def _node(old: Image | None, new: Image) -> list[Event]:
     if previous is not None and previous.status == after.latest.status and not repaired:
         return []
     detail = NodeHealthChange(
-        event_id=_event_id(new, after.updated_at),
+        event_id=_event_id(new, after.updated_at, sequence),
         tag=after.tag,
         node_id=after.node_id,
         instance_group=after.instance_group,
@@ -131,12 +131,21 @@ def _links(*, operation_id: str | None = None, tag: str | None = None,
     return links
 
 
-def _event_id(image: Image, updated_at: str) -> str:
-    """The item's key and version (its update time when the item has no version: a cluster
-    record), the same on every delivery of the one write."""
+def _event_id(image: Image, updated_at: str, sequence: str | None,
+              status: str | None = None) -> str:
+    """The item's key and the write's name, the same on every delivery of the one write: the
+    item's version; for an item with no version (a cluster record, a node's health), the
+    stream record's sequence number. Not its update time: two writes of a cluster record can
+    share a millisecond (a failure, the rule's retry of it and the retry's failure, while the
+    clock stands still), and so can two FAILED writes. Without a sequence (an image read
+    elsewhere than the stream), the update time and ``status``."""
+    base = f"{_string(image, PK)}|{_string(image, SK)}|"
     version = (image.get("version") or {}).get("N")
-    return f"{_string(image, PK)}|{_string(image, SK)}|" + (f"v{version}" if version
-                                                             else updated_at)
+    if version:
+        return f"{base}v{version}"
+    if sequence:
+        return f"{base}s{sequence}"
+    return base + updated_at + (f"|{status}" if status else "")
 
 
 def _string(image: Image, name: str) -> str:

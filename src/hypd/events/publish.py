@@ -39,7 +39,7 @@ def publish(records: Sequence[Mapping[str, Any]], put: Put, source: str,
     pending: list[tuple[str, Event, Entry]] = []
     for record in records:
         images = record.get("dynamodb") or {}
-        for event in derive(images.get("OldImage"), images.get("NewImage")):
+        for event in derive(images.get("OldImage"), images.get("NewImage"), _sequence(record)):
             pending.append((_sequence(record), event, _entry(event, source)))
     for start in range(0, len(pending), MAX_ENTRIES):
         chunk = pending[start:start + MAX_ENTRIES]

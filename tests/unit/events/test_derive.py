@@ -160,3 +160,24 @@ def test_each_event_carries_the_time_its_transition_was_written() -> None:
     assert operation_event.time == pending.updated_at
     assert cluster_event.time == "2026-12-03T10:00:00Z"
     assert node_event.time == "2026-12-03T10:00:07Z"
+
+
+def test_writes_of_a_cluster_record_in_one_millisecond_are_told_apart_by_their_sequence() -> None:
+    # A failed create, the rule's retry of it and the retry's failure, all while the clock
+    # stands still: the same updatedAt and, twice, the same status.
+    creating = cluster(ClusterStatus.CREATING, "2026-12-07T12:02:26.132Z")
+    failed = cluster(ClusterStatus.FAILED, "2026-12-07T12:02:26.132Z")
+
+    (first,) = derive(creating, failed, "1001")
+    (retried,) = derive(failed, creating, "1002")
+    (second,) = derive(creating, failed, "1003")
+    (redelivered,) = derive(creating, failed, "1001")
+
+    ids = [e.detail["eventId"] for e in (first, retried, second)]
+    assert ids == ["CLUSTER#train|CLUSTER|s1001", "CLUSTER#train|CLUSTER|s1002",
+                   "CLUSTER#train|CLUSTER|s1003"]
+    assert redelivered.detail["eventId"] == first.detail["eventId"]  # a redelivery: the same
+    # An operation's version names its write, whatever the stream's sequence
+    operation = lifecycle.new_operation(OperationKind.CREATE_CLUSTER, cluster_tag="train")
+    (event,) = derive(None, image(operation), "1004")
+    assert event.detail["eventId"] == f"OP#{operation.id}|OP|v{operation.version}"
