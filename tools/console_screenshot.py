@@ -3,7 +3,7 @@
 Starts the local cloud on the project's template, serves the console in front of it, creates
 a cluster through the console's form in headless chromium (tests/console/browser.py) and saves
 PNGs of the create form, the progress panel once every stage succeeded, the clusters, and the
-cluster page's groups and features.
+cluster page's groups, features and workloads (the job form open).
 
     PYTHONPATH=$PWD/src:$PWD .venv/bin/python tools/console_screenshot.py [OUT_DIR]
 """
@@ -71,12 +71,15 @@ def main(out: Path) -> int:
         full_page(driver, out / "console-clusters.png")
 
         for section, ready in (("groups", 'tr[data-group="workers"]'),
-                               ("features", '[data-feature="trainingOperator"]')):
+                               ("features", '[data-feature="trainingOperator"]'),
+                               ("workloads", "#job-form")):
             driver.get(console.url + f"#/clusters/{TAG}/{section}")
             find(driver, ready)
             if section == "groups":
                 wait(driver).until(lambda d: d.find_elements(By.CSS_SELECTOR,
                                                              "#add-group-type option"))
+            if section == "workloads":
+                find(driver, "#job-details > summary").click()
             full_page(driver, out / f"console-cluster-{section}.png")
         cloud.wait_for_executions(timeout=60)
     return 0

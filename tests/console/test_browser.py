@@ -1,6 +1,8 @@
 """The web console in a real browser (Debian's headless chromium through chromedriver) against
-the local cloud: a cluster created through the form with every stage seen to succeed, a group
-added and a feature toggled on the cluster page, the API's refusals shown to the user, a
+the local cloud: a cluster of two groups created through the form with every stage seen to
+succeed, a group added, a feature toggled, a training job submitted and deleted, an
+endpoint deployed, a team's quota set and deleted and the repair policy saved on the cluster
+page, the API's refusals shown to the user, a
 failed operation's error shown and retried from its panel, and a teardown confirmed by typing
 the tag.
 
@@ -32,8 +34,10 @@ from tests.console.browser import (
     type_into,
     wait,
 )
-from tests.e2e.capacity import BUCKET, TAG, created_cluster
+from tests.e2e.capacity import BUCKET, TAG, created_cluster, run
 from tests.support import fail_calls, group_body
+
+TLS_BUCKET = "hyperpod-tls-console"
 
 
 def test_a_cluster_is_created_through_the_form_and_every_stage_succeeds(
@@ -89,6 +93,24 @@ def test_a_cluster_is_created_through_the_form_and_every_stage_succeeds(
                             "capacity": {"type": "on-demand"}}],
         "storage": {"s3": {"bucket": BUCKET}},
     }
+
+    # When a second group is added, and a third added and removed again
+    find(browser, "#create-add-group").click()
+    wait(browser).until(lambda d: len(options(d, "#create-g2-type")) > 10)
+    type_into(find(browser, "#create-g2-name"), "burst")
+    pick_type(browser, "create-g2", "ml.g6.4xlarge")
+    find(browser, "#create-g2-capacity-spot").click()
+    find(browser, "#create-add-group").click()
+    find(browser, "#create-g3-remove").click()
+    wait(browser).until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#create-g3-block"))
+
+    # Then the request has both groups
+    assert json.loads(find(browser, "#create-preview").text)["instanceGroups"] == [
+        {"name": "workers", "instanceType": "ml.g6.4xlarge", "count": 1,
+         "capacity": {"type": "on-demand"}},
+        {"name": "burst", "instanceType": "ml.g6.4xlarge", "count": 1,
+         "capacity": {"type": "spot"}},
+    ]
     find(browser, "#create-submit").click()
 
     # Then the progress panel follows the operation to its end, every stage SUCCEEDED
@@ -102,6 +124,9 @@ def test_a_cluster_is_created_through_the_form_and_every_stage_succeeds(
     # and the API says the operation succeeded and the cluster is ACTIVE
     assert operation["status"] == "SUCCEEDED"
     assert api.get_cluster("web")["status"] == "ACTIVE"
+    capacity = {g["name"]: g["capacity"]["type"]
+                for g in api.list_instance_groups("web")["instanceGroups"]}
+    assert capacity == {"workers": "on-demand", "burst": "spot"}
 
     # and the clusters page lists it, ACTIVE, with a link to that operation
     browser.get(console.url + "#/clusters")
@@ -173,6 +198,123 @@ def test_a_feature_is_toggled_on_the_cluster_page(
     assert api.get_operation(operation_id)["kind"] == "set-features"
     find(browser, '[data-feature="trainingOperator"][data-enabled="true"]')
     assert api.get_features(TAG)["features"]["trainingOperator"]["enabled"] is True
+
+
+def test_a_job_is_submitted_an_endpoint_deployed_and_the_job_deleted_on_the_cluster_page(
+    cloud: Any, api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
+) -> None:
+    # Given an ACTIVE cluster with the training and the inference operators on
+    cloud.client("s3").create_bucket(
+        Bucket=TLS_BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region})
+    features = run(api, cloud, api.set_features(TAG, {
+        "trainingOperator": {"enabled": True},
+        "inferenceOperator": {"enabled": True, "tlsCertificateBucket": TLS_BUCKET}}))
+    assert features["status"] == "SUCCEEDED", features.get("error")
+    cluster_page("workloads", "#job-form")
+
+    # When a training job is filled in: the types offered are the cluster's groups'
+    assert options(browser, "#job-type") == ["ml.g6.4xlarge"]
+    find(browser, "#job-details > summary").click()
+    type_into(find(browser, "#job-name"), "llama")
+    type_into(find(browser, "#job-image"), "repo/train:1")
+    type_into(find(browser, "#job-command"), "bash\n-c\nsleep 600")
+    type_into(find(browser, "#job-env"), "NCCL_DEBUG=INFO")
+    type_into(find(browser, "#job-volumes"), "hypd-shared:/shared")
+
+    # Then the request shown is the one the API takes
+    assert json.loads(find(browser, "#job-preview").text) == {
+        "name": "llama", "image": "repo/train:1", "instanceType": "ml.g6.4xlarge",
+        "nodeCount": 1, "command": ["bash", "-c", "sleep 600"],
+        "env": {"NCCL_DEBUG": "INFO"},
+        "volumes": [{"claim": "hypd-shared", "mountPath": "/shared"}]}
+
+    # When it is submitted: its operation succeeds and the job is listed, running
+    find(browser, "#job-submit").click()
+    operation_id, status, _stages = operation_end(browser, "#job-result")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "submit-training-job"
+    find(browser, 'tr[data-job="llama"]')
+    job = api.get_training_job(TAG, "llama")
+    assert job["instanceType"] == "ml.g6.4xlarge"
+
+    # When a JumpStart model is deployed, registered with SageMaker
+    find(browser, "#endpoint-details > summary").click()
+    type_into(find(browser, "#endpoint-name"), "falcon")
+    type_into(find(browser, "#endpoint-model-id"), "huggingface-llm-falcon-7b-bf16")
+    find(browser, "#endpoint-eula").click()
+    type_into(find(browser, "#endpoint-sagemaker"), "falcon")
+    assert json.loads(find(browser, "#endpoint-preview").text) == {
+        "name": "falcon", "instanceType": "ml.g6.4xlarge", "replicas": 1,
+        "jumpStart": {"modelId": "huggingface-llm-falcon-7b-bf16", "acceptEula": True},
+        "sageMakerEndpointName": "falcon"}
+    find(browser, "#endpoint-submit").click()
+
+    # Then it is deployed and listed, as the API says
+    operation_id, status, _stages = operation_end(browser, "#endpoint-result")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "deploy-endpoint"
+    find(browser, 'tr[data-endpoint="falcon"]')
+    assert api.get_inference_endpoint(TAG, "falcon")["ready"] is True
+
+    # When the job is deleted, once the user has said yes
+    find(browser, '[data-delete-job="llama"]').click()
+    wait(browser).until(lambda d: d.switch_to.alert).accept()
+
+    # Then the delete operation is followed and the job leaves the list
+    operation_id, status, _stages = operation_end(browser, "#workloads-progress")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "delete-training-job"
+    wait(browser).until(lambda d: not d.find_elements(By.CSS_SELECTOR, 'tr[data-job="llama"]'))
+    assert api.list_training_jobs(TAG)["jobs"] == []
+
+
+def test_a_team_quota_is_set_and_deleted_and_the_repair_policy_saved_on_the_cluster_page(
+    cloud: Any, api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
+) -> None:
+    # Given an ACTIVE cluster with task governance on, and its teams page
+    features = run(api, cloud, api.set_features(TAG, {"taskGovernance": {"enabled": True}}))
+    assert features["status"] == "SUCCEEDED", features.get("error")
+    cluster_page("teams", "#team-form")
+    assert "ml.g6.4xlarge (workers, 1)" in find(browser, "#team-quota-hint").text
+
+    # When a team's quota is filled in and set
+    type_into(find(browser, "#team-name"), "ml")
+    type_into(find(browser, "#team-quota"), "ml.g6.4xlarge=1")
+    type_into(find(browser, "#team-weight"), "10")
+    assert json.loads(find(browser, "#team-preview").text) == {
+        "resources": [{"instanceType": "ml.g6.4xlarge", "count": 1}],
+        "sharing": {"strategy": "LendAndBorrow"}, "fairShareWeight": 10,
+        "preemptTeamTasks": "LowerPriority"}
+    find(browser, "#team-submit").click()
+
+    # Then its operation succeeds and the team is listed with its quota, as the API says
+    operation_id, status, _stages = operation_end(browser, "#team-result")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "set-team"
+    row = wait(browser).until(lambda d: d.find_element(By.CSS_SELECTOR, 'tr[data-team="ml"]').text)
+    assert "1 \N{MULTIPLICATION SIGN} ml.g6.4xlarge" in row
+    assert api.get_team(TAG, "ml")["resources"] == [{"instanceType": "ml.g6.4xlarge", "count": 1}]
+
+    # When the team is deleted, once the user has said yes
+    find(browser, '[data-delete-team="ml"]').click()
+    wait(browser).until(lambda d: d.switch_to.alert).accept()
+    _id, status, _stages = operation_end(browser, "#teams-progress")
+    assert status == "SUCCEEDED"
+    wait(browser).until(lambda d: not d.find_elements(By.CSS_SELECTOR, 'tr[data-team="ml"]'))
+    assert api.list_teams(TAG)["teams"] == []
+
+    # When the repair policy is set to replace, at most 3 an hour, on the nodes page
+    cluster_page("nodes", "#policy-action")
+    assert find(browser, "#policy-state").get_attribute("data-default") == "true"
+    Select(find(browser, "#policy-action")).select_by_value("replace")
+    type_into(find(browser, "#policy-per-hour"), "3")
+    find(browser, "#policy-save").click()
+
+    # Then the page says the cluster has its own policy, and the API has it
+    wait(browser).until(lambda d: find(d, "#policy-state").get_attribute("data-default")
+                        == "false")
+    assert api.get_health_policy(TAG)["policy"] == {
+        "action": "replace", "maxActionsPerHour": 3, "nodeCooldownMinutes": 60}
 
 
 def test_a_failed_operation_shows_its_error_and_is_retried_from_the_panel(

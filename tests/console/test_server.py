@@ -15,6 +15,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +34,8 @@ from hypd_cli.main import build_parser
 from tests.support import FakeApi, serve_fake_api
 
 HEADER = {"X-Hypd-Console": "1"}
+ASSETS_DIR = Path(__file__).parents[2] / "src" / "hypd_cli" / "console_assets"
+DOCS_OPENAPI = Path(__file__).parents[2] / "docs" / "openapi.json"
 
 
 @pytest.fixture
@@ -363,3 +366,30 @@ def test_hypd_console_with_a_bad_endpoint_is_a_usage_error(
 
     assert run_console(args) == 2
     assert "the endpoint must be an http(s) URL" in capsys.readouterr().err
+
+
+# The fields the console reads straight off a GET answer: ``get(path`/clusters/${tag}/x`)).y``,
+# ``get("/catalog/x")).y`` and ``get(...).then((b) => b.y``. A misspelt one reads as an empty
+# list (``|| []``), which no error would show.
+_READ = re.compile(r"get\((?:path)?[`\"]([^`\"]+)[`\"]\)(?:\)|\.then\(\(\w+\) => \w+)\.(\w+)")
+
+
+def _answer_fields(openapi: dict[str, Any], route: str) -> set[str]:
+    schema = openapi["paths"][route]["get"]["responses"]["200"]["content"][
+        "application/json"]["schema"]
+    name = schema["$ref"].rsplit("/", 1)[1]
+    return set(openapi["components"]["schemas"][name]["properties"])
+
+
+def test_every_field_the_console_reads_off_an_answer_is_in_the_answers_schema() -> None:
+    openapi = json.loads(DOCS_OPENAPI.read_text())
+    reads = [
+        (script.name, re.sub(r"\$\{(\w+)\}", r"{\1}", route), field)
+        for script in sorted(ASSETS_DIR.glob("*.js"))
+        for route, field in _READ.findall(script.read_text())
+        if "${" in route or route.startswith("/")
+    ]
+    assert len(reads) >= 7, reads  # the scanner still finds them
+    missing = [(name, route, field) for name, route, field in reads
+               if field not in _answer_fields(openapi, route)]
+    assert missing == []

@@ -1,19 +1,24 @@
 // The cluster page (#/clusters/{tag}/{section}): groups (list, scale, add with every
-// create-time choice, delete), nodes and their health, autoscaling, features (toggles),
-// jobs and endpoints, operation history, and teardown (the plan and a typed confirmation).
+// create-time choice, delete), nodes and their health (and the repair policy), autoscaling,
+// features (toggles), teams, jobs and endpoints (list, submit, deploy, delete), operation
+// history, and teardown (the plan and a typed confirmation).
 // A change that starts an operation shows its progress panel in place; the section reloads
 // when it ends.
 
-import { call, get, path, query } from "./api.js";
+import { change, loadInto } from "./actions.js";
+import { get, path, query } from "./api.js";
 import { actionButton, badge, errorBox, fill, h, table, when } from "./dom.js";
 import { groupFields } from "./groups.js";
 import { operationPanel } from "./operation.js";
+import { healthPolicyForm, teamsSection } from "./governance.js";
+import { endpointFields, trainingJobFields } from "./workloads.js";
 
 export const SECTIONS = [
   ["groups", "Instance groups"],
   ["nodes", "Nodes & health"],
   ["autoscaling", "Autoscaling"],
   ["features", "Features"],
+  ["teams", "Teams"],
   ["workloads", "Jobs & endpoints"],
   ["operations", "Operations"],
   ["teardown", "Teardown"],
@@ -52,32 +57,6 @@ export async function clusterPage(main, tag, section, onLeave) {
     return;
   }
   await RENDERERS[section](ctx);
-}
-
-/** Run a change; a 202 follows its operation in `where` and calls `done` at its end. */
-async function change(ctx, where, method, apiPath, requestBody, done) {
-  where.replaceChildren();
-  try {
-    const { status, body } = await call(method, apiPath, requestBody);
-    if (status === 202 && body.operationId) {
-      const panel = h("div", { class: "panel", "data-followed": body.operationId });
-      where.append(panel);
-      ctx.follow(panel, body.operationId, done);
-    } else {
-      where.append(h("div", { class: "notice", "data-unchanged": "true" }, body.changed === false ? "Nothing to change: the cluster is already like that." : "Done."));
-      done(body);
-    }
-  } catch (err) {
-    where.append(errorBox(err));
-  }
-}
-
-async function loadInto(el, load) {
-  try {
-    await load();
-  } catch (err) {
-    fill(el, errorBox(err));
-  }
 }
 
 // -- groups --------------------------------------------------------------------------------
@@ -153,8 +132,10 @@ async function nodesSection(ctx) {
   const progress = h("div");
   const nodesEl = h("div", { id: "nodes-list" });
   const healthEl = h("div", { id: "health-summary" });
+  const policyEl = h("div", { id: "health-policy" });
   fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Nodes"), h("span", { class: "spacer" }), actionButton("Refresh", () => reload())),
-    nodesEl, progress, h("h2", { class: "mt" }, "Health"), healthEl);
+    nodesEl, progress, h("h2", { class: "mt" }, "Health"), healthEl,
+    h("h2", { class: "mt" }, "Repair policy"), policyEl);
 
   async function reload() {
     await Promise.all([
@@ -197,7 +178,7 @@ async function nodesSection(ctx) {
       ], health.recentEvents || [], "No recent warnings or errors."));
   }
 
-  await reload();
+  await Promise.all([reload(), healthPolicyForm(ctx, policyEl)]);
 }
 
 // -- autoscaling -----------------------------------------------------------------------------
@@ -298,45 +279,72 @@ async function workloadsSection(ctx) {
   const { tag, body } = ctx;
   const jobs = h("div", { id: "jobs-list" });
   const endpoints = h("div", { id: "endpoints-list" });
-  const progress = h("div");
+  const progress = h("div", { id: "workloads-progress" });
+  const forms = h("div", { id: "workload-forms" });
   fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Training jobs"), h("span", { class: "spacer" }), actionButton("Refresh", () => reload())),
-    jobs, h("h2", { class: "mt" }, "Inference endpoints"), endpoints, progress,
-    h("p", { class: "muted small" }, "Submit jobs and deploy endpoints with hypd jobs submit / hypd endpoints deploy or the REST API."));
+    jobs, h("h2", { class: "mt" }, "Inference endpoints"), endpoints, progress, forms);
 
   async function remove(what, apiPath) {
     if (!confirm(`Delete ${what}?`)) return;
-    progress.replaceChildren();
-    try {
-      await call("DELETE", apiPath);
-      await reload();
-    } catch (err) {
-      fill(progress, errorBox(err));
-    }
+    await change(ctx, progress, "DELETE", apiPath, undefined, () => reload());
   }
 
   async function reload() {
     await Promise.all([
       loadInto(jobs, async () => {
-        const list = (await get(path`/clusters/${tag}/training-jobs`)).trainingJobs || [];
+        const list = (await get(path`/clusters/${tag}/training-jobs`)).jobs || [];
         fill(jobs, table([
           ["Name", (j) => h("strong", {}, j.name)], ["Namespace", (j) => j.namespace], ["Phase", (j) => badge(j.phase)],
           ["Restarts", (j) => String(j.restarts)], ["Type", (j) => `${j.nodeCount ?? "?"} × ${j.instanceType || "-"}`],
           ["Started", (j) => when(j.startTime)],
-          ["", (j) => actionButton("Delete", () => remove(`training job ${j.name}`, `${path`/clusters/${tag}/training-jobs/${j.name}`}${query({ namespace: j.namespace })}`))],
-        ], list, "No training jobs."));
+          ["", (j) => actionButton("Delete", () => remove(`training job ${j.name}`, `${path`/clusters/${tag}/training-jobs/${j.name}`}${query({ namespace: j.namespace })}`), { "data-delete-job": j.name })],
+        ], list, "No training jobs.", (j) => ({ "data-job": j.name, "data-job-phase": j.phase || "" })));
       }),
       loadInto(endpoints, async () => {
         const list = (await get(path`/clusters/${tag}/inference-endpoints`)).endpoints || [];
         fill(endpoints, table([
           ["Name", (e) => h("strong", {}, e.name)], ["Namespace", (e) => e.namespace], ["State", (e) => badge(e.state)],
           ["Replicas", (e) => `${e.readyReplicas}/${e.replicas} ready`], ["Type", (e) => e.instanceType || "-"],
-          ["", (e) => actionButton("Delete", () => remove(`inference endpoint ${e.name}`, `${path`/clusters/${tag}/inference-endpoints/${e.name}`}${query({ namespace: e.namespace })}`))],
-        ], list, "No inference endpoints."));
+          ["", (e) => actionButton("Delete", () => remove(`inference endpoint ${e.name}`, `${path`/clusters/${tag}/inference-endpoints/${e.name}`}${query({ namespace: e.namespace })}`), { "data-delete-endpoint": e.name })],
+        ], list, "No inference endpoints.", (e) => ({ "data-endpoint": e.name, "data-endpoint-state": e.state || "" })));
       }),
     ]);
   }
 
   await reload();
+  await loadInto(forms, async () => {
+    const [groups, teams] = await Promise.all([
+      get(path`/clusters/${tag}/instance-groups`).then((b) => b.instanceGroups || []),
+      // Teams exist only with task governance; without it a job simply has no team.
+      get(path`/clusters/${tag}/teams`).then((b) => b.teams || [], () => []),
+    ]);
+    fill(forms,
+      workloadForm(ctx, "job", "Submit a training job", path`/clusters/${tag}/training-jobs`, "Submit job",
+        (form) => trainingJobFields(form, groups, teams), () => reload()),
+      workloadForm(ctx, "endpoint", "Deploy an inference endpoint", path`/clusters/${tag}/inference-endpoints`, "Deploy endpoint",
+        (form) => endpointFields(form, groups, teams), () => reload()));
+  });
+}
+
+/** A workload's form: its fields, the request as it will be sent, and the button that sends it
+ * (the operation is followed under the button; `done` at its end). */
+function workloadForm(ctx, prefix, title, apiPath, label, makeFields, done) {
+  const form = h("form", { class: "grid", id: `${prefix}-form`, novalidate: true });
+  const preview = h("pre", { class: "json", id: `${prefix}-preview` });
+  const result = h("div", { id: `${prefix}-result` });
+  const fields = makeFields(form);
+  const update = () => { preview.textContent = JSON.stringify(fields.body(), null, 2); };
+  form.addEventListener("input", update);
+  form.addEventListener("change", update);
+  form.addEventListener("submit", (event) => event.preventDefault());
+  const send = actionButton(label, async () => {
+    await change(ctx, result, "POST", apiPath, fields.body(), done);
+  }, { class: "primary", id: `${prefix}-submit` });
+  update();
+  return h("details", { class: "panel mt", id: `${prefix}-details` },
+    h("summary", {}, h("strong", {}, title)),
+    h("div", { class: "mt" }, form),
+    h("div", { class: "stack mt" }, h("div", { class: "muted small" }, `POST ${apiPath}:`), preview, send, result));
 }
 
 // -- operations ------------------------------------------------------------------------------
@@ -410,6 +418,7 @@ const RENDERERS = {
   nodes: nodesSection,
   autoscaling: autoscalingSection,
   features: featuresSection,
+  teams: teamsSection,
   workloads: workloadsSection,
   operations: operationsSection,
   teardown: teardownSection,

@@ -38,7 +38,35 @@ export async function createPage(main) {
     h("label", { for: "create-zone" }, "Availability Zone"),
     h("div", {}, zoneSelect, h("div", { class: "hint" }, "Where the compute nodes run")),
     h("label", { for: "create-k8s" }, "Kubernetes version"), h("div", {}, version));
-  const group = groupFields(form, "create", { defaults: { name: "workers", count: 1 } });
+  // The first group's fields are the form's own; "Add another group" appends more, each in
+  // its own block with its own ids (create-g2-..., create-g3-...) and a Remove button.
+  const groups = [groupFields(form, "create", { defaults: { name: "workers", count: 1 } })];
+  const moreGroups = h("div", { class: "span", id: "create-more-groups" });
+  let added = 1;
+  const addGroup = h("button", { type: "button", id: "create-add-group" }, "Add another instance group");
+  form.append(moreGroups, h("div", { class: "span" }, addGroup));
+  addGroup.addEventListener("click", async () => {
+    added += 1;
+    const prefix = `create-g${added}`;
+    const block = h("div", { class: "grid", "data-extra-group": prefix });
+    const fields = groupFields(block, prefix, { defaults: { name: `group-${added}`, count: 1 } });
+    const remove = h("button", { type: "button", id: `${prefix}-remove` }, "Remove this group");
+    moreGroups.append(h("fieldset", { class: "mt", id: `${prefix}-block` },
+      h("legend", {}, "Another instance group"), block, remove));
+    groups.push(fields);
+    fields.onChange(update);
+    remove.addEventListener("click", () => {
+      groups.splice(groups.indexOf(fields), 1);
+      document.getElementById(`${prefix}-block`).remove();
+      update();
+    });
+    try {
+      await fields.setZone(zoneSelect.value);
+    } catch (err) {
+      fill(errors, errorBox(err));
+    }
+    update();
+  });
 
   const storageName = "create-storage";
   const storageRadio = (value, label) => h("label", {}, h("input", { type: "radio", name: storageName, value, id: `create-storage-${value}`, checked: value === "s3", onchange: update }), label);
@@ -88,7 +116,7 @@ export async function createPage(main) {
   }
 
   function body() {
-    const request = { tag: tag.value.trim(), availabilityZone: zoneSelect.value, instanceGroups: [group.body()], storage: storage() };
+    const request = { tag: tag.value.trim(), availabilityZone: zoneSelect.value, instanceGroups: groups.map((g) => g.body()), storage: storage() };
     if (version.value) request.kubernetesVersion = version.value;
     const chosen = features();
     if (chosen) request.features = chosen;
@@ -101,7 +129,7 @@ export async function createPage(main) {
 
   form.addEventListener("input", update);
   form.addEventListener("change", update);
-  group.onChange(update);
+  groups[0].onChange(update);
   submit.addEventListener("click", async (event) => {
     event.preventDefault();
     errors.replaceChildren();
@@ -120,8 +148,9 @@ export async function createPage(main) {
   try {
     const zones = (await get("/catalog/availability-zones")).availabilityZones || [];
     zoneSelect.replaceChildren(...zones.map((z) => h("option", { value: z.name }, `${z.name} (${z.zoneId}, ${z.state})`)));
-    zoneSelect.addEventListener("change", () => group.setZone(zoneSelect.value).then(update, (err) => fill(errors, errorBox(err))));
-    if (zones.length) await group.setZone(zoneSelect.value);
+    zoneSelect.addEventListener("change", () => Promise.all(groups.map((g) => g.setZone(zoneSelect.value)))
+      .then(update, (err) => fill(errors, errorBox(err))));
+    if (zones.length) await groups[0].setZone(zoneSelect.value);
   } catch (err) {
     fill(errors, errorBox(err));
   }

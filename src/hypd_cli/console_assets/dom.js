@@ -99,6 +99,21 @@ export function gib(mib) {
   return `${Math.round(mib / 1024)} GiB`;
 }
 
+/** The lines of a textarea, trimmed, the empty ones left out. */
+export function lines(text) {
+  return text.split("\n").map((l) => l.trim()).filter(Boolean);
+}
+
+/** "key=value" pairs as an object: one a line, or also comma-separated (`separators`). */
+export function parsePairs(text, separators = /[\n,]/) {
+  const pairs = {};
+  for (const item of text.split(separators).map((l) => l.trim()).filter(Boolean)) {
+    const [key, ...rest] = item.split("=");
+    pairs[key.trim()] = rest.join("=").trim();
+  }
+  return pairs;
+}
+
 /** A confirm-then-act button: disables itself while `action` runs. */
 export function actionButton(label, action, attrs = {}) {
   const button = h("button", { type: "button", ...attrs }, label);

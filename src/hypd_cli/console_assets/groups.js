@@ -4,7 +4,7 @@
 // type), EFA-only, dedicated subnet, deep health checks, labels and taints.
 
 import { get, query } from "./api.js";
-import { gib, h } from "./dom.js";
+import { gib, h, lines, parsePairs } from "./dom.js";
 
 const DEEP_HEALTH_CHECKS = ["InstanceStress", "InstanceConnectivity", "MultiNodeTrainingValidation"];
 const TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
@@ -54,18 +54,9 @@ export function groupTypes(types, search = "") {
   return sorted;
 }
 
-function parseLabels(text) {
-  const labels = {};
-  for (const line of text.split(/[\n,]/).map((l) => l.trim()).filter(Boolean)) {
-    const [key, ...rest] = line.split("=");
-    labels[key.trim()] = rest.join("=").trim();
-  }
-  return labels;
-}
-
 function parseTaints(text) {
   // key[=value]:Effect, one a line
-  return text.split("\n").map((l) => l.trim()).filter(Boolean).map((line) => {
+  return lines(text).map((line) => {
     const [spec, effect] = line.split(":");
     const [key, value] = spec.split("=");
     const taint = { key: key.trim(), effect: (effect || "NoSchedule").trim() };
@@ -209,7 +200,7 @@ export function groupFields(form, prefix, { defaults = {}, withZone = false } = 
       if (dedicated.checked) group.dedicatedSubnet = true;
       const deep = checks.filter((c) => c.checked).map((c) => c.value);
       if (deep.length) group.deepHealthChecks = deep;
-      const labelMap = parseLabels(labels.value);
+      const labelMap = parsePairs(labels.value);
       if (Object.keys(labelMap).length) group.labels = labelMap;
       const taintList = parseTaints(taints.value);
       if (taintList.length) group.taints = taintList;
