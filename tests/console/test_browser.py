@@ -1,10 +1,11 @@
 """The web console in a real browser (Debian's headless chromium through chromedriver) against
 the local cloud: a cluster of two groups created through the form with every stage seen to
-succeed, a group added, a feature toggled, a training job submitted and deleted, an
-endpoint deployed, a team's quota set and deleted and the repair policy saved on the cluster
-page, the API's refusals shown to the user, a
-failed operation's error shown and retried from its panel, and a teardown confirmed by typing
-the tag.
+succeed; on the cluster page a group added, a feature toggled, a training job submitted, its
+logs read and the job deleted, an endpoint deployed and invoked, a team's quota set and
+deleted and the repair policy saved; the API's refusals shown to the user; clusters hypd did
+not create imported and forgotten; a failed operation's error shown and retried from its
+panel; and a teardown confirmed by typing the tag, after deletion protection was turned on
+and off.
 
 Every wait is on what the page shows (WebDriverWait, generous timeouts): the local cloud's
 virtual clock runs the pipeline's waits by itself, however fast the machine is.
@@ -23,7 +24,7 @@ from selenium.webdriver.support.ui import Select
 
 from hypd_cli.api_client import ApiClient
 from hypd_cli.console import ConsoleServer
-from hypd_local.seed import seed_clusters
+from hypd_local.seed import ClusterSeed, seed_clusters
 from tests.console.browser import (
     CREATE_STAGES,
     fill_create_form,
@@ -183,8 +184,8 @@ def test_a_group_is_added_through_the_cluster_page(
     assert groups["burst"]["labels"] == {"team": "research"}
 
 
-def test_a_feature_is_toggled_on_the_cluster_page(
-    api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
+def test_a_feature_is_toggled_on_the_cluster_page_and_its_events_shown(
+    cloud: Any, api: ApiClient, browser: WebDriver, cluster_page: Callable[[str, str], None]
 ) -> None:
     # Given the features of an ACTIVE cluster, whose training operator is off
     cluster_page("features", '[data-feature="trainingOperator"][data-enabled="false"]')
@@ -198,6 +199,20 @@ def test_a_feature_is_toggled_on_the_cluster_page(
     assert api.get_operation(operation_id)["kind"] == "set-features"
     find(browser, '[data-feature="trainingOperator"][data-enabled="true"]')
     assert api.get_features(TAG)["features"]["trainingOperator"]["enabled"] is True
+
+    # When its events are recorded (they show once 2 s old) and the operations tab is opened
+    cloud.wait_for_executions(timeout=60)
+    cloud.clock.advance(5)
+    cluster_page("operations", "#events-list")
+
+    # Then the tab lists the operation's events, as GET /events has them
+    recorded = [e["id"] for e in api.list_events(cluster=TAG, limit=50)["events"]]
+    shown = [r.get_attribute("data-event")
+             for r in browser.find_elements(By.CSS_SELECTOR, "#events-list tr[data-event]")]
+    assert shown == recorded
+    ours = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#events-list tr[data-event]")
+            if operation_id in r.text]
+    assert any("set-features: RUNNING" in text and "SUCCEEDED" in text for text in ours), ours
 
 
 def test_a_job_is_submitted_an_endpoint_deployed_and_the_job_deleted_on_the_cluster_page(
@@ -237,6 +252,18 @@ def test_a_job_is_submitted_an_endpoint_deployed_and_the_job_deleted_on_the_clus
     job = api.get_training_job(TAG, "llama")
     assert job["instanceType"] == "ml.g6.4xlarge"
 
+    # When its pod runs, the user reads its logs: the lines the API has
+    while not api.get_training_job(TAG, "llama")["pods"]:
+        cloud.clock.advance(30)
+        cloud.emulation.tick(wait=True)
+    find(browser, '[data-logs-job="llama"]').click()
+    assert "pod llama-pod-0" in find(browser, "#workload-detail h3").text
+    shown = find(browser, "#job-logs").text.splitlines()
+    every = api.get_training_job_logs(TAG, "llama", tail=10000)["logs"].splitlines()
+    assert shown[0].startswith("Starting pod llama-pod-0 on node ")
+    assert "+ bash -c sleep 600" in shown
+    assert set(shown) <= set(every)
+
     # When a JumpStart model is deployed, registered with SageMaker
     find(browser, "#endpoint-details > summary").click()
     type_into(find(browser, "#endpoint-name"), "falcon")
@@ -255,6 +282,15 @@ def test_a_job_is_submitted_an_endpoint_deployed_and_the_job_deleted_on_the_clus
     assert api.get_operation(operation_id)["kind"] == "deploy-endpoint"
     find(browser, 'tr[data-endpoint="falcon"]')
     assert api.get_inference_endpoint(TAG, "falcon")["ready"] is True
+
+    # When it is invoked from the page, with a JSON request
+    find(browser, '[data-invoke-endpoint="falcon"]').click()
+    type_into(find(browser, "#invoke-body"), '{"inputs": "What is HyperPod?"}')
+    find(browser, "#invoke-send").click()
+
+    # Then the model's answer is shown: the emulated model echoes what it was sent
+    answer = json.loads(find(browser, "#invoke-result").text)
+    assert answer["input"] == {"inputs": "What is HyperPod?"}
 
     # When the job is deleted, once the user has said yes
     find(browser, '[data-delete-job="llama"]').click()
@@ -317,6 +353,41 @@ def test_a_team_quota_is_set_and_deleted_and_the_repair_policy_saved_on_the_clus
         "action": "replace", "maxActionsPerHour": 3, "nodeCooldownMinutes": 60}
 
 
+def test_clusters_hypd_did_not_create_are_imported_and_then_forgotten(
+    cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
+) -> None:
+    # Given an EKS and a HyperPod cluster that hypd did not create, and the clusters page
+    seed_clusters(cloud, [ClusterSeed("theirs")])
+    browser.get(console.url + "#/clusters")
+    find(browser, "#clusters-list p")
+
+    # When the user imports the account's clusters
+    find(browser, "#discover-details > summary").click()
+    find(browser, "#discover-submit").click()
+
+    # Then the discover operation succeeds and the cluster is listed
+    operation_id, status, _stages = operation_end(browser, "#discover-progress")
+    assert status == "SUCCEEDED"
+    assert api.get_operation(operation_id)["kind"] == "discover"
+    (tag,) = [c["tag"] for c in api.list_clusters()["clusters"]]
+    find(browser, f'tr[data-cluster="{tag}"]')
+
+    # When its teardown page is opened: hypd deletes none of it, it can only be forgotten
+    browser.get(console.url + f"#/clusters/{tag}/teardown")
+    forget = find(browser, "#teardown-delete")
+    assert forget.text == f"Forget {tag}"
+    assert "NotCreatedByHypd" in find(browser, "#teardown-plan").text
+    type_into(find(browser, "#teardown-confirm"), tag)
+    wait(browser).until(lambda d: find(d, "#teardown-delete").is_enabled())
+    find(browser, "#teardown-delete").click()
+
+    # Then hypd's record is gone, back on the clusters page, and the clusters are untouched
+    wait(browser).until(lambda d: d.current_url.endswith("#/clusters"))
+    assert api.list_clusters()["clusters"] == []
+    names = cloud.client("sagemaker").list_clusters()["ClusterSummaries"]
+    assert [c["ClusterName"] for c in names] == ["theirs"]
+
+
 def test_a_failed_operation_shows_its_error_and_is_retried_from_the_panel(
     cloud: Any, api: ApiClient, console: ConsoleServer, browser: WebDriver
 ) -> None:
@@ -360,6 +431,18 @@ def test_a_cluster_is_torn_down_after_its_plan_and_a_typed_confirmation(
     assert BUCKET in plan  # among what is kept: the user's data
     delete = find(browser, "#teardown-delete")
     assert not delete.is_enabled()
+
+    # When deletion protection is turned on, the plan is blocked and the button stays off
+    find(browser, "#teardown-protect").click()
+    wait(browser).until(lambda d: find(d, "#teardown-protection").get_attribute(
+        "data-protected") == "true")
+    assert "DeletionProtected" in find(browser, "#teardown-plan").text
+    type_into(find(browser, "#teardown-confirm"), TAG)
+    assert not find(browser, "#teardown-delete").is_enabled()
+    # and turned off again
+    find(browser, "#teardown-protect").click()
+    wait(browser).until(lambda d: find(d, "#teardown-protection").get_attribute(
+        "data-protected") == "false")
 
     # When the user types something other than the tag, the button stays off
     type_into(find(browser, "#teardown-confirm"), TAG + "x")

@@ -1,15 +1,16 @@
 // The hypd console: a hash-routed single page over the REST API (docs/console.md).
-//   #/clusters                  the clusters
+//   #/clusters                  the clusters, and the import of those hypd did not create
 //   #/create                    the create form
 //   #/operations/{id}           an operation's staged progress
-//   #/clusters/{tag}[/section]  a cluster: groups, nodes, autoscaling, features, workloads,
-//                               operations, teardown
+//   #/clusters/{tag}[/section]  a cluster: groups, nodes, autoscaling, features, teams,
+//                               workloads, operations, teardown
 
+import { change } from "./actions.js";
 import { get, path, query } from "./api.js";
 import { actionButton, badge, errorBox, fill, h, table, when } from "./dom.js";
 import { clusterPage } from "./cluster.js";
 import { createPage } from "./create.js";
-import { operationPage } from "./operation.js";
+import { operationPage, operationPanel } from "./operation.js";
 
 const main = () => document.getElementById("main");
 let leaving = [];
@@ -28,10 +29,21 @@ function nodesSummary(cluster) {
 
 async function clustersPage(el) {
   const list = h("div", { id: "clusters-list" }, h("p", { class: "muted" }, "Loading the clusters..."));
+  const discovery = h("div", { id: "discover-progress" });
+  const names = h("input", { type: "text", id: "discover-names", placeholder: "cluster names, comma-separated (empty: every cluster)" });
+  const ctx = { follow: (container, id, onEnd) => onLeave(operationPanel(container, id, { onEnd, compact: true })) };
   fill(el,
     h("div", { class: "toolbar" }, h("h1", {}, "Clusters"), h("span", { class: "spacer" }),
       actionButton("Refresh", () => load()), h("a", { href: "#/create" }, h("button", { type: "button", class: "primary" }, "Create cluster"))),
-    h("div", { class: "panel" }, list));
+    h("div", { class: "panel" }, list),
+    h("details", { class: "panel", id: "discover-details" },
+      h("summary", {}, h("strong", {}, "Import clusters already in this account")),
+      h("p", { class: "muted small" }, "The EKS and HyperPod clusters of this account and Region that hypd did not create: hypd records them, reads them and manages their groups, nodes, features and workloads; it never deletes what it did not create."),
+      h("div", { class: "inline" }, names, actionButton("Discover", () => {
+        const chosen = names.value.split(",").map((n) => n.trim()).filter(Boolean);
+        return change(ctx, discovery, "POST", "/clusters/discover", chosen.length ? { clusterNames: chosen } : {}, () => load());
+      }, { id: "discover-submit" })),
+      discovery));
 
   async function load() {
     try {

@@ -1,12 +1,12 @@
 // The cluster page (#/clusters/{tag}/{section}): groups (list, scale, add with every
 // create-time choice, delete), nodes and their health (and the repair policy), autoscaling,
-// features (toggles), teams, jobs and endpoints (list, submit, deploy, delete), operation
-// history, and teardown (the plan and a typed confirmation).
+// features (toggles), teams, jobs and endpoints (list, logs, submit, deploy, invoke,
+// delete), operation history and events, and teardown (the plan, protection, a typed confirmation).
 // A change that starts an operation shows its progress panel in place; the section reloads
 // when it ends.
 
 import { change, loadInto } from "./actions.js";
-import { get, path, query } from "./api.js";
+import { call, get, path, query } from "./api.js";
 import { actionButton, badge, errorBox, fill, h, table, when } from "./dom.js";
 import { groupFields } from "./groups.js";
 import { operationPanel } from "./operation.js";
@@ -151,7 +151,8 @@ async function nodesSection(ctx) {
           ["Launched", (n) => when(n.launchTime)],
           ["Actions", (n) => h("span", { class: "inline" },
             actionButton("Reboot", () => confirm(`Reboot ${n.nodeId}?`) && change(ctx, progress, "POST", path`/clusters/${tag}/nodes/${n.nodeId}/reboot`, undefined, () => reload())),
-            actionButton("Replace", () => confirm(`Replace ${n.nodeId}? It is terminated and a new instance takes its place.`) && change(ctx, progress, "POST", path`/clusters/${tag}/nodes/${n.nodeId}/replace`, undefined, () => reload())))],
+            actionButton("Replace", () => confirm(`Replace ${n.nodeId}? It is terminated and a new instance takes its place.`) && change(ctx, progress, "POST", path`/clusters/${tag}/nodes/${n.nodeId}/replace`, undefined, () => reload())),
+            actionButton("Delete", () => confirm(`Delete ${n.nodeId}? It is terminated and its group ${n.instanceGroup} shrinks by one.`) && change(ctx, progress, "DELETE", path`/clusters/${tag}/nodes/${n.nodeId}`, undefined, () => reload()), { "data-delete-node": n.nodeId }))],
         ], nodes.nodes || [], "No nodes.", (n) => ({ "data-node": n.nodeId })));
         renderHealth(health);
       }),
@@ -281,8 +282,44 @@ async function workloadsSection(ctx) {
   const endpoints = h("div", { id: "endpoints-list" });
   const progress = h("div", { id: "workloads-progress" });
   const forms = h("div", { id: "workload-forms" });
+  const detail = h("div", { id: "workload-detail" });
   fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Training jobs"), h("span", { class: "spacer" }), actionButton("Refresh", () => reload())),
-    jobs, h("h2", { class: "mt" }, "Inference endpoints"), endpoints, progress, forms);
+    jobs, h("h2", { class: "mt" }, "Inference endpoints"), endpoints, progress, detail, forms);
+
+  /** The last lines of the job's first pod (or why there are none yet). */
+  async function showLogs(j) {
+    fill(detail, h("p", { class: "muted" }, `Reading the logs of ${j.name}...`));
+    await loadInto(detail, async () => {
+      const logs = await get(`${path`/clusters/${tag}/training-jobs/${j.name}/logs`}${query({ namespace: j.namespace, tail: 200 })}`);
+      fill(detail, h("div", { class: "panel" },
+        h("div", { class: "toolbar" }, h("h3", {}, `Logs of ${logs.name}, pod ${logs.pod} (the last 200 lines)`), h("span", { class: "spacer" }),
+          actionButton("Refresh", () => showLogs(j)), actionButton("Close", () => detail.replaceChildren())),
+        h("pre", { class: "json", id: "job-logs" }, logs.logs || "(no output yet)")));
+    });
+  }
+
+  /** A request to a registered endpoint: JSON when it parses, else text. */
+  function showInvoke(e) {
+    const request = h("textarea", { id: "invoke-body", placeholder: '{"inputs": "What is HyperPod?"}' });
+    const answer = h("div", { id: "invoke-answer" });
+    fill(detail, h("div", { class: "panel" },
+      h("div", { class: "toolbar" }, h("h3", {}, `Invoke ${e.name} (SageMaker endpoint ${e.sageMaker.endpointName})`), h("span", { class: "spacer" }),
+        actionButton("Close", () => detail.replaceChildren())),
+      request,
+      h("div", { class: "toolbar mt" }, actionButton("Send", async () => {
+        let sent;
+        try {
+          sent = JSON.parse(request.value);
+        } catch {
+          sent = request.value;
+        }
+        await loadInto(answer, async () => {
+          const { body: result } = await call("POST", `${path`/clusters/${tag}/inference-endpoints/${e.name}/invoke`}${query({ namespace: e.namespace })}`, { body: sent });
+          fill(answer, h("pre", { class: "json", id: "invoke-result" }, typeof result.body === "string" ? result.body : JSON.stringify(result.body, null, 2)));
+        });
+      }, { class: "primary", id: "invoke-send" })),
+      answer));
+  }
 
   async function remove(what, apiPath) {
     if (!confirm(`Delete ${what}?`)) return;
@@ -297,7 +334,9 @@ async function workloadsSection(ctx) {
           ["Name", (j) => h("strong", {}, j.name)], ["Namespace", (j) => j.namespace], ["Phase", (j) => badge(j.phase)],
           ["Restarts", (j) => String(j.restarts)], ["Type", (j) => `${j.nodeCount ?? "?"} × ${j.instanceType || "-"}`],
           ["Started", (j) => when(j.startTime)],
-          ["", (j) => actionButton("Delete", () => remove(`training job ${j.name}`, `${path`/clusters/${tag}/training-jobs/${j.name}`}${query({ namespace: j.namespace })}`), { "data-delete-job": j.name })],
+          ["", (j) => h("span", { class: "inline" },
+            actionButton("Logs", () => showLogs(j), { "data-logs-job": j.name }),
+            actionButton("Delete", () => remove(`training job ${j.name}`, `${path`/clusters/${tag}/training-jobs/${j.name}`}${query({ namespace: j.namespace })}`), { "data-delete-job": j.name }))],
         ], list, "No training jobs.", (j) => ({ "data-job": j.name, "data-job-phase": j.phase || "" })));
       }),
       loadInto(endpoints, async () => {
@@ -305,7 +344,11 @@ async function workloadsSection(ctx) {
         fill(endpoints, table([
           ["Name", (e) => h("strong", {}, e.name)], ["Namespace", (e) => e.namespace], ["State", (e) => badge(e.state)],
           ["Replicas", (e) => `${e.readyReplicas}/${e.replicas} ready`], ["Type", (e) => e.instanceType || "-"],
-          ["", (e) => actionButton("Delete", () => remove(`inference endpoint ${e.name}`, `${path`/clusters/${tag}/inference-endpoints/${e.name}`}${query({ namespace: e.namespace })}`), { "data-delete-endpoint": e.name })],
+          ["SageMaker", (e) => (e.sageMaker ? [e.sageMaker.endpointName, " ", badge(e.sageMaker.state)] : "-")],
+          ["", (e) => h("span", { class: "inline" },
+            // Only an endpoint registered with SageMaker can be invoked (the API says where).
+            e.invoke ? actionButton("Invoke", () => showInvoke(e), { "data-invoke-endpoint": e.name }) : null,
+            actionButton("Delete", () => remove(`inference endpoint ${e.name}`, `${path`/clusters/${tag}/inference-endpoints/${e.name}`}${query({ namespace: e.namespace })}`), { "data-delete-endpoint": e.name }))],
         ], list, "No inference endpoints.", (e) => ({ "data-endpoint": e.name, "data-endpoint-state": e.state || "" })));
       }),
     ]);
@@ -353,7 +396,8 @@ async function operationsSection(ctx) {
   const { tag, body } = ctx;
   const list = h("div", { id: "operations-list" });
   const more = h("div");
-  fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Operation history"), h("span", { class: "spacer" }), actionButton("Refresh", () => load())), list, more);
+  const events = h("div", { class: "mt", id: "cluster-events" });
+  fill(body, h("div", { class: "toolbar" }, h("h2", {}, "Operation history"), h("span", { class: "spacer" }), actionButton("Refresh", () => load())), list, more, events);
   let rows = [];
 
   async function load(nextToken) {
@@ -372,7 +416,57 @@ async function operationsSection(ctx) {
     });
   }
 
-  await load();
+  await Promise.all([load(), eventsPanel(ctx, events)]);
+}
+
+const EVENT_KINDS = {
+  "hypd Operation State Change": "operation",
+  "hypd Cluster State Change": "cluster",
+  "hypd Node Health Change": "node health",
+};
+
+/** What an event says, in a line: its subject, the change, and the operation it links to. */
+function eventLine(event) {
+  const d = event.detail || {};
+  const operation = d.operationId || (d.repair && d.repair.operationId);
+  let what;
+  if (event["detail-type"] === "hypd Node Health Change") {
+    what = [`${d.nodeId} (${d.instanceGroup || "-"}): ${d.previousHealth || "-"} → `, badge(d.health), d.reason ? ` ${d.reason}` : "",
+      d.repair ? ` · repair by ${d.repair.by}${d.repair.action ? ` (${d.repair.action})` : ""}` : ""];
+  } else if (event["detail-type"] === "hypd Operation State Change") {
+    what = [`${d.kind}: ${d.previousStatus || "-"} → `, badge(d.status), d.stage ? ` at ${d.stage}` : "",
+      d.error ? ` · ${d.error.code || ""}: ${d.error.message || ""}` : ""];
+  } else {
+    what = [`${d.tag}: ${d.previousStatus || "-"} → `, badge(d.status)];
+  }
+  return [what, operation ? [" · ", h("a", { href: `#/operations/${operation}`, class: "mono" }, operation)] : null];
+}
+
+/** The cluster's recent events (hypd's own, as EventBridge delivers them), and newer ones on
+ * demand through the answer's cursor. */
+async function eventsPanel(ctx, el) {
+  const { tag } = ctx;
+  let rows = [];
+  let next = null;
+  const list = h("div", { id: "events-list" });
+  const toolbar = h("div", { class: "toolbar" }, h("h2", {}, "Events"), h("span", { class: "spacer" }),
+    actionButton("Newer events", () => load(next), { id: "events-newer" }));
+  fill(el, toolbar, h("p", { class: "muted small" }, "hypd's operation, cluster and node health changes, newest last: what EventBridge rules receive."), list);
+
+  async function load(since) {
+    await loadInto(list, async () => {
+      const page = await get(`/events${query({ cluster: tag, limit: 50, since })}`);
+      rows = since ? rows.concat(page.events || []) : page.events || [];
+      next = page.next || since || null;
+      fill(list, table([
+        ["Time", (e) => when(e.time)],
+        ["Kind", (e) => EVENT_KINDS[e["detail-type"]] || e["detail-type"]],
+        ["What", (e) => eventLine(e)],
+      ], rows, "No events recorded for this cluster.", (e) => ({ "data-event": e.id })));
+    });
+  }
+
+  await load(null);
 }
 
 // -- teardown --------------------------------------------------------------------------------
@@ -387,11 +481,23 @@ async function teardownSection(ctx) {
   async function reload() {
     await loadInto(planEl, async () => {
       const plan = await get(`${path`/clusters/${tag}/teardown-plan`}${query({ force: force.checked ? "true" : null })}`);
+      const codes = new Set((plan.blockers || []).map((b) => b.code));
+      const protectedNow = codes.has("DeletionProtected");
+      // A discovered cluster is never deleted by hypd: its record can only be forgotten.
+      const discovered = codes.has("NotCreatedByHypd");
       const confirmInput = h("input", { type: "text", id: "teardown-confirm", placeholder: tag, autocomplete: "off" });
-      const deleteButton = h("button", { type: "button", class: "danger", id: "teardown-delete", disabled: true }, `Delete ${tag}`);
-      confirmInput.addEventListener("input", () => { deleteButton.disabled = confirmInput.value !== tag || !plan.deletable; });
-      deleteButton.addEventListener("click", () => change(ctx, progress, "DELETE", `${path`/clusters/${tag}`}${query({ force: force.checked ? "true" : null })}`, undefined, () => {}));
-      fill(planEl,
+      const deleteButton = h("button", { type: "button", class: "danger", id: "teardown-delete", disabled: true }, discovered ? `Forget ${tag}` : `Delete ${tag}`);
+      confirmInput.addEventListener("input", () => { deleteButton.disabled = confirmInput.value !== tag || !(plan.deletable || discovered); });
+      const target = `${path`/clusters/${tag}`}${query({ force: force.checked ? "true" : null, forget: discovered ? "true" : null })}`;
+      // A forgotten cluster is gone from hypd (200): back to the list.
+      deleteButton.addEventListener("click", () => change(ctx, progress, "DELETE", target, undefined, () => { if (discovered) location.hash = "#/clusters"; }));
+      const protection = h("div", { class: "toolbar", id: "teardown-protection", "data-protected": String(protectedNow) },
+        h("span", {}, "Deletion protection: ", badge(protectedNow ? "on" : "off")),
+        actionButton(protectedNow ? "Turn protection off" : "Turn protection on",
+          () => change(ctx, progress, "PUT", path`/clusters/${tag}/protection`, { enabled: !protectedNow }, () => reload()),
+          { id: "teardown-protect" }));
+      fill(planEl, protection,
+        discovered ? h("p", { class: "notice" }, "hypd did not create this cluster, so it deletes none of it. Forget removes hypd's record only: every resource stays as it is.") : null,
         plan.blockers && plan.blockers.length ? h("div", { class: "error" }, h("strong", {}, "Blocked now:"),
           h("ul", {}, plan.blockers.map((b) => h("li", {}, h("code", {}, b.code), ": ", b.message)))) : null,
         h("h3", {}, "Deleted, in this order"),
@@ -403,7 +509,7 @@ async function teardownSection(ctx) {
         h("h3", {}, "Kept"),
         table([["Type", (k) => k.type], ["Name", (k) => h("span", { class: "mono" }, k.name)], ["Why", (k) => k.reason]], plan.kept || [], "Nothing kept."),
         h("div", { class: "stack mt" },
-          h("label", { class: "inline" }, force, "Force: stop running jobs and endpoints first"),
+          discovered ? null : h("label", { class: "inline" }, force, "Force: stop running jobs and endpoints first"),
           h("div", {}, "Type the tag ", h("code", {}, tag), " to confirm:"),
           h("div", { class: "inline" }, confirmInput, deleteButton)));
       force.onchange = () => reload();
