@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from hypd_local import transport
 from hypd_local.clock import VirtualClock
 from hypd_local.emulation import Emulation
 
@@ -124,8 +125,12 @@ class ProcessSetup:
         )
         self._moto_thread.start()
         _last_aws_port = self.aws_port
+        # The cloud's own requests (functions, the Step Functions interpreter) skip HTTP.
+        transport.install()
+        transport.activate(transport.InProcessTransport(app, self.aws_port))
 
     def _stop_moto(self) -> None:
+        transport.activate(None)
         if self._moto is not None:
             self._moto.shutdown()
             self._moto.server_close()
