@@ -146,3 +146,49 @@ def test_a_cancelled_transaction_leaves_no_record_and_a_committed_one_its_writes
 
     # the cancelled one's put of t1 never reached the stream; the committed one's did, once
     assert processed(reader().SEEN) == ["held", "t1", "held"]
+
+
+def test_a_cancelled_transaction_puts_back_what_it_named_and_keeps_the_rest(
+        cloud: LocalCloud) -> None:
+    # Given a table with a range key and four items (only some of which a transaction names)
+    dynamodb = cloud.client("dynamodb")
+    dynamodb.create_table(
+        TableName="ranged", BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"},
+                              {"AttributeName": "SK", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"},
+                   {"AttributeName": "SK", "KeyType": "RANGE"}])
+
+    def key(pk: str, sk: str) -> dict[str, Any]:
+        return {"PK": {"S": pk}, "SK": {"S": sk}}
+
+    for pk, sk in (("p", "kept"), ("p", "updated"), ("p", "deleted"), ("q", "other")):
+        dynamodb.put_item(TableName="ranged", Item={**key(pk, sk), "v": {"N": "1"}})
+
+    def items() -> dict[tuple[str, str], str]:
+        found = dynamodb.scan(TableName="ranged")["Items"]
+        return {(i["PK"]["S"], i["SK"]["S"]): i["v"]["N"] for i in found}
+
+    before = items()
+
+    def transaction(condition: str) -> list[dict[str, Any]]:
+        return [
+            {"Update": {"TableName": "ranged", "Key": key("p", "updated"),
+                        "UpdateExpression": "SET v = :two",
+                        "ExpressionAttributeValues": {":two": {"N": "2"}}}},
+            {"Delete": {"TableName": "ranged", "Key": key("p", "deleted")}},
+            {"Put": {"TableName": "ranged", "Item": {**key("p", "new"), "v": {"N": "3"}}}},
+            {"ConditionCheck": {"TableName": "ranged", "Key": key("q", "other"),
+                                "ConditionExpression": condition}},
+        ]
+
+    # When a transaction fails its last condition
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+        dynamodb.transact_write_items(TransactItems=transaction("attribute_not_exists(PK)"))
+
+    # Then every item is as it was (the update made in place is undone too)
+    assert items() == before
+    # and the table takes writes as before; a transaction that holds commits
+    dynamodb.transact_write_items(TransactItems=transaction("attribute_exists(PK)"))
+    assert items() == {("p", "kept"): "1", ("p", "updated"): "2", ("p", "new"): "3",
+                       ("q", "other"): "1"}
