@@ -10,14 +10,15 @@ from typing import Any
 
 import boto3
 import pytest
+import urllib3
 from botocore.awsrequest import AWSPreparedRequest
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 from werkzeug.serving import make_server
 
-from hypd_local import LocalCloud
+from hypd_local import LocalCloud, transport
 from hypd_local.iam.enforce import Authorization
-from hypd_local.transport import InProcessTransport, serving_in_process, wsgi_environ
+from hypd_local.transport import InProcessTransport, serving_in_process
 
 from .test_template import write_template
 
@@ -215,7 +216,7 @@ def test_the_environ_and_the_response_are_the_servers(
         with contextlib.suppress(ClientError):  # the echo's body is not every operation's answer
             getattr(client, operation)(**params)
         sent[0].reset_stream()  # as botocore does before sending a request again
-        response = InProcessTransport(echo, server.server_port).send(sent[0])
+        response = InProcessTransport(echo, "127.0.0.1", server.server_port).send(sent[0])
     finally:
         server.shutdown()
         server.server_close()
@@ -226,12 +227,59 @@ def test_the_environ_and_the_response_are_the_servers(
         return {k: v for k, v in environ.items() if k not in _NOT_COMPARED}
 
     assert compared(in_process) == compared(over_http)
-    assert wsgi_environ(sent[0], server.server_port)["PATH_INFO"] == over_http["PATH_INFO"]
     # and botocore reads what the server would have sent
     assert response.status_code == 200
     assert response.headers["x-amzn-RequestId"] == "r-1"
     assert response.headers["Server"].startswith("Werkzeug/")
     assert response.content == (b"" if operation == "head_bucket" else Echo.BODY)
+
+
+@pytest.mark.parametrize(("method", "path", "body", "headers"), [
+    ("GET", "/api/v1/namespaces/default/configmaps?limit=5", None, {"Accept": "application/json"}),
+    ("PATCH", "/api/v1/namespaces/default/configmaps/a%20b?fieldManager=hypd",
+     b'{"data": {}}', {"Content-Type": "application/apply-patch+yaml"}),
+    ("DELETE", "/api/v1/namespaces/default/configmaps/c", None, {}),
+])
+def test_a_urllib3_request_reaches_the_app_as_over_the_network(
+        method: str, path: str, body: bytes | None, headers: dict[str, str]) -> None:
+    # Given a werkzeug server on loopback, and the same app served in process at its address
+    echo = Echo()
+    server = make_server("127.0.0.1", 0, echo, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    served = InProcessTransport(echo, "127.0.0.1", server.server_port)
+    url = f"http://127.0.0.1:{server.server_port}{path}"
+    pool = urllib3.PoolManager()
+    try:
+        # When urllib3 sends a request over the network, then from a thread serving in process
+        over_network = pool.request(method, url, body=body, headers=headers)
+        transport.serve(served)
+        try:
+            with serving_in_process():
+                in_process = pool.request(method, url, body=body, headers=headers)
+        finally:
+            transport.stop_serving(served)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    # Then the app saw the same environ, and urllib3 read the same answer
+    assert [{k: v for k, v in e.items() if k not in _NOT_COMPARED} for e in echo.seen[1:]] == [
+        {k: v for k, v in echo.seen[0].items() if k not in _NOT_COMPARED}]
+    assert (in_process.status, in_process.data) == (over_network.status, over_network.data)
+    assert in_process.headers["x-amzn-RequestId"] == over_network.headers["x-amzn-RequestId"]
+
+
+def test_a_stream_is_left_to_the_network(cloud: LocalCloud) -> None:
+    # A watch never ends: it is not collected in process, even from a function's thread
+    served = InProcessTransport(Echo(), "127.0.0.1", 9)
+    transport.serve(served)
+    try:
+        with serving_in_process(), pytest.raises(urllib3.exceptions.MaxRetryError):
+            urllib3.PoolManager().request("GET", "http://127.0.0.1:9/api/v1/pods?watch=true",
+                                          retries=0)
+    finally:
+        transport.stop_serving(served)
 
 
 def test_a_request_to_another_endpoint_goes_over_http(cloud: LocalCloud) -> None:
