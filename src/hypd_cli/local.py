@@ -34,7 +34,7 @@ LOCAL_COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.demo", "hypd_cli.kubeconfig"
 # step with what src/hypd_local imports).
 LOCAL_EXTRA_MODULES: tuple[str, ...] = (
     "moto", "cfnlint", "cryptography", "jsonpath_ng", "kubernetes", "policy_sentry", "yaml",
-    "werkzeug",
+    "werkzeug", "urllib3",
 )
 LOCAL_EXTRA_HINT = "pip install 'hypd[local]'"
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from werkzeug.serving import BaseWSGIServer
 
-from hypd_local import credentials, patches
+from hypd_local import credentials, patches, transport
 from hypd_local.activity import Activity
 from hypd_local.apifront import AdminHandler, ApiFront
 from hypd_local.apitarget import EVENTS_PRINCIPAL, ApiTargets
@@ -117,6 +117,7 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         self._stopping = False
         self._moto: BaseWSGIServer | None = None
         self._moto_thread: threading.Thread | None = None
+        self._moto_transport: transport.InProcessTransport | None = None
         self._front: ApiFront | None = None
         self._stack: Stack | None = None
         self._lambdas: LambdaRuntime | None = None

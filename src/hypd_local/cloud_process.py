@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from hypd_local import transport
 from hypd_local.clock import VirtualClock
 from hypd_local.emulation import Emulation
 
@@ -52,6 +53,7 @@ class ProcessSetup:
     _aws_port: int
     _moto: BaseWSGIServer | None
     _moto_thread: threading.Thread | None
+    _moto_transport: transport.InProcessTransport | None
     _saved_env: dict[str, str | None]
     _hypd_clock: Any
     _clients: dict[str, Any]
@@ -124,8 +126,15 @@ class ProcessSetup:
         )
         self._moto_thread.start()
         _last_aws_port = self.aws_port
+        # The cloud's own requests (functions, the Step Functions interpreter) skip HTTP.
+        self._moto_transport = transport.InProcessTransport(
+            app, "127.0.0.1", self.aws_port, aliases=("localhost",))
+        transport.serve(self._moto_transport)
 
     def _stop_moto(self) -> None:
+        if self._moto_transport is not None:
+            transport.stop_serving(self._moto_transport)
+            self._moto_transport = None
         if self._moto is not None:
             self._moto.shutdown()
             self._moto.server_close()

@@ -43,6 +43,7 @@ from botocore.credentials import Credentials
 
 from hypd_local.credentials import Session, signing_as
 from hypd_local.template import FunctionSpec
+from hypd_local.transport import serving_in_process
 
 LOG = logging.getLogger(__name__)
 
@@ -167,7 +168,7 @@ class LambdaRuntime:
                               failure=exc.cause)
         context = LambdaContext(spec, request_id)
         try:
-            with self._slot(spec), signing_as(self.credentials_of(spec)):
+            with self._slot(spec), signing_as(self.credentials_of(spec)), serving_in_process():
                 result = handler(event, context)
         except Exception as exc:
             LOG.info("%s raised %s: %s", spec.logical_id, type(exc).__name__, exc)
@@ -257,7 +258,8 @@ class LambdaRuntime:
             session = self.session_of(spec)
             if session is not None:  # as Lambda: the execution role's keys
                 environment.update(session.environment())
-            with _environment(environment), signing_as(self.credentials_of(spec)):
+            with _environment(environment), signing_as(self.credentials_of(spec)), \
+                    serving_in_process():
                 module = self._load_module(spec, module_path)
         except _InitError:
             raise

@@ -269,3 +269,15 @@ def test_discovery_and_other_kinds(admin: k8s.ApiClient) -> None:
                                             "hostPath": {"path": "/x"}}})
     assert core.read_persistent_volume("pv1").spec.capacity == {"storage": "1Gi"}
     _fails(404, core.read_namespaced_pod, "ghost", "default")
+
+
+@pytest.mark.parametrize("body", [
+    '{"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1", "n": 2}}',  # JSON
+    "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: '1'\n  n: 2\n",  # block YAML
+    "{apiVersion: v1, kind: ConfigMap, data: {a: '1', n: 2}}",  # flow YAML, not JSON
+])
+def test_an_apply_body_reads_the_same_as_json_or_yaml(body: str) -> None:
+    from hypd_local.kube.store_base import load_yaml, yaml
+
+    assert load_yaml(body) == yaml.safe_load(body) == {
+        "apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1", "n": 2}}

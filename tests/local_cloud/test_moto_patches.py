@@ -101,3 +101,22 @@ def test_the_interpreter_keeps_one_client_per_region_service_and_port() -> None:
     assert boto_client_for("us-west-2", "lambda") is boto_client_for("us-west-2", "lambda")
     assert boto_client_for("us-west-2", "lambda") is not boto_client_for("us-east-1", "lambda")
     assert boto_client_for("us-west-2", "lambda") is not boto_client_for("us-west-2", "sqs")
+
+
+def test_a_resources_tags_are_the_ones_moto_would_filter_out_of_the_account() -> None:
+    # Given an account with tagged resources of several kinds (a backend of its own)
+    from moto.ec2.models import EC2Backend
+
+    from hypd_local.patches.ec2 import resource_tags
+
+    backend = EC2Backend("us-west-2", "210987654321")
+    vpc = backend.create_vpc("10.1.0.0/16")
+    other = backend.create_vpc("10.2.0.0/16")
+    table = backend.create_route_table(vpc.id)
+    backend.create_tags([vpc.id, table.id], {"hypd:tag": "a", "Name": "net"})
+    backend.create_tags([other.id], {"hypd:tag": "b"})
+
+    # Then each resource's tags read from its entry are what DescribeTags filters out
+    for resource in (vpc, other, table, backend.create_vpc("10.3.0.0/16")):
+        assert resource_tags(backend, resource.id) == backend.describe_tags(
+            filters={"resource-id": [resource.id]})

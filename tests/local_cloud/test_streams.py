@@ -12,6 +12,7 @@ import pytest
 
 from hypd_local import LocalCloud
 from hypd_local.intrinsics import TemplateError
+from hypd_local.patches.dynamodb import wire_copy
 from tests.local_cloud.conftest import FIXTURES
 
 TEMPLATE = FIXTURES / "streams.yaml"
@@ -146,3 +147,74 @@ def test_a_cancelled_transaction_leaves_no_record_and_a_committed_one_its_writes
 
     # the cancelled one's put of t1 never reached the stream; the committed one's did, once
     assert processed(reader().SEEN) == ["held", "t1", "held"]
+
+
+def test_a_cancelled_transaction_puts_back_what_it_named_and_keeps_the_rest(
+        cloud: LocalCloud) -> None:
+    # Given a table with a range key and four items (only some of which a transaction names)
+    dynamodb = cloud.client("dynamodb")
+    dynamodb.create_table(
+        TableName="ranged", BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"},
+                              {"AttributeName": "SK", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"},
+                   {"AttributeName": "SK", "KeyType": "RANGE"}])
+
+    def key(pk: str, sk: str) -> dict[str, Any]:
+        return {"PK": {"S": pk}, "SK": {"S": sk}}
+
+    for pk, sk in (("p", "kept"), ("p", "updated"), ("p", "deleted"), ("q", "other")):
+        dynamodb.put_item(TableName="ranged", Item={**key(pk, sk), "v": {"N": "1"}})
+
+    def items() -> dict[tuple[str, str], str]:
+        found = dynamodb.scan(TableName="ranged")["Items"]
+        return {(i["PK"]["S"], i["SK"]["S"]): i["v"]["N"] for i in found}
+
+    before = items()
+
+    def transaction(condition: str) -> list[dict[str, Any]]:
+        return [
+            {"Update": {"TableName": "ranged", "Key": key("p", "updated"),
+                        "UpdateExpression": "SET v = :two",
+                        "ExpressionAttributeValues": {":two": {"N": "2"}}}},
+            {"Delete": {"TableName": "ranged", "Key": key("p", "deleted")}},
+            {"Put": {"TableName": "ranged", "Item": {**key("p", "new"), "v": {"N": "3"}}}},
+            {"ConditionCheck": {"TableName": "ranged", "Key": key("q", "other"),
+                                "ConditionExpression": condition}},
+        ]
+
+    # When a transaction fails its last condition
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+        dynamodb.transact_write_items(TransactItems=transaction("attribute_not_exists(PK)"))
+
+    # Then every item is as it was (the update made in place is undone too)
+    assert items() == before
+    # and the table takes writes as before; a transaction that holds commits
+    dynamodb.transact_write_items(TransactItems=transaction("attribute_exists(PK)"))
+    assert items() == {("p", "kept"): "1", ("p", "updated"): "2", ("p", "new"): "3",
+                       ("q", "other"): "1"}
+
+
+def test_an_item_of_every_kind_of_attribute_reads_back_as_it_was_written(
+        cloud: LocalCloud) -> None:
+    # moto's items are answered in the wire's form without its generic walk (binaries still
+    # walked): GetItem and Query give back exactly what was put
+    dynamodb = cloud.client("dynamodb")
+    table = cloud.resources["SourceTable"]
+    item = {"PK": {"S": "every-kind"}, "yes": {"BOOL": True}, "no": {"BOOL": False},
+            "nothing": {"NULL": True}, "number": {"N": "1.50"}, "empty": {"S": ""},
+            "strings": {"SS": ["a", "b"]}, "numbers": {"NS": ["1", "2"]},
+            "nested": {"M": {"list": {"L": [{"S": "x"}, {"N": "2"}, {"BOOL": False},
+                                             {"M": {}}, {"L": []}, {"NULL": True}]}}},
+            "binary": {"B": b"\x00\x01"}, "binaries": {"BS": [b"a"]}}
+    dynamodb.put_item(TableName=table, Item=item)
+
+    assert dynamodb.get_item(TableName=table, Key={"PK": {"S": "every-kind"}})["Item"] == item
+    without_binaries = {k: v for k, v in item.items() if k not in ("binary", "binaries")}
+    dynamodb.put_item(TableName=table, Item={**without_binaries, "PK": {"S": "plain"}})
+    assert dynamodb.get_item(TableName=table, Key={"PK": {"S": "plain"}})["Item"] == {
+        **without_binaries, "PK": {"S": "plain"}}
+    # (the copy is taken for what has no binary, which the walk would base64-encode)
+    assert [wire_copy(v) for v in without_binaries.values()] == list(without_binaries.values())
+    assert wire_copy(item["binary"]) is None
+    assert wire_copy({"M": {"b": item["binaries"]}}) is None

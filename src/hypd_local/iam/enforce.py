@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,7 +40,7 @@ from hypd_local.emulator.errors import AwsError
 from hypd_local.emulator.protocol import HttpRequest
 from hypd_local.iam.checks import Check, Denial, UnknownAction, authorize
 from hypd_local.iam.policy import trusts
-from hypd_local.iam.principals import Directory, Principal
+from hypd_local.iam.principals import Directory, Principal, acting_as, current_caller
 from hypd_local.iam.resolvers import (
     HYPERPOD_SERVICE_LINKED_ROLE,
     Unresolvable,
@@ -48,18 +48,10 @@ from hypd_local.iam.resolvers import (
     service_linked_role_check,
 )
 from hypd_local.iam.world import World
-from hypd_local.threadvalue import set_for_block
 
 LOG = logging.getLogger("hypd_local.iam")
 
 _CREDENTIAL = ("Credential=", "X-Amz-Credential")
-_CALLER = threading.local()
-
-
-def current_caller() -> Principal | None:
-    """The principal whose request the emulators are serving on this thread (None: the
-    account's administrator, or no request)."""
-    return getattr(_CALLER, "principal", None)
 
 
 def access_key_of(request: HttpRequest) -> str | None:
@@ -293,10 +285,8 @@ class Enforcer:
         # (The evaluator matches context keys in lower case, as IAM compares them.)
         return {"aws:sourceaccount": [self.account_id], "aws:sourcearn": [cluster]}
 
-    @contextmanager
-    def acting(self, principal: Principal | None) -> Iterator[None]:
-        with set_for_block(_CALLER, "principal", principal):
-            yield
+    def acting(self, principal: Principal | None) -> AbstractContextManager[None]:
+        return acting_as(principal)
 
 
 __all__ = [
@@ -305,6 +295,7 @@ __all__ = [
     "UnknownAction",
     "Unresolvable",
     "access_key_of",
+    "acting_as",
     "current_caller",
     "denial_error",
 ]

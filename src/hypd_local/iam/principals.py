@@ -16,11 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from hypd_local.iam.policy import parse
+from hypd_local.threadvalue import set_for_block
 
 
 def partition_of(region: str) -> str:
@@ -66,6 +68,22 @@ class Principal:
         for key, value in self.tags.items():
             keys[f"aws:principaltag/{key.lower()}"] = [value]
         return keys
+
+
+_CALLER = threading.local()
+
+
+def current_caller() -> Principal | None:
+    """The principal whose request the emulators are serving on this thread (None: the
+    account's administrator, or no request)."""
+    return getattr(_CALLER, "principal", None)
+
+
+@contextmanager
+def acting_as(principal: Principal | None) -> Iterator[None]:
+    """``principal`` is `current_caller` on the calling thread until the block ends."""
+    with set_for_block(_CALLER, "principal", principal):
+        yield
 
 
 def _tag_map(tags: Any) -> dict[str, str]:

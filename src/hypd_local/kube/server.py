@@ -17,6 +17,7 @@ from typing import Any
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from hypd_local import transport
 from hypd_local.emulator.eks_catalog import DEFAULT_KUBERNETES_VERSION
 from hypd_local.kube import openapi, tls
 from hypd_local.kube.auth import (
@@ -83,6 +84,7 @@ class KubeApiServer(NodeLifecycle, ResourceRequests):
             ssl_context=ssl_context,
         )
         self._thread: threading.Thread | None = None
+        self._transport: transport.InProcessTransport | None = None
         self._stopping = threading.Event()  # ends the watches being streamed
         self.openapi = openapi.OpenApiDocuments(
             self.store.all_types, self.store.crd_version, lambda: self.store.crd_revision,
@@ -124,9 +126,16 @@ class KubeApiServer(NodeLifecycle, ResourceRequests):
                 name=f"kube-{self.cluster_name}", daemon=True,
             )
             self._thread.start()
+            # The functions' requests skip TLS and the socket (hypd_local.transport).
+            self._transport = transport.InProcessTransport(
+                self._wsgi, self.host, self.port, scheme="https" if self.tls else "http")
+            transport.serve(self._transport)
         return self.url
 
     def stop(self) -> None:
+        if self._transport is not None:
+            transport.stop_serving(self._transport)
+            self._transport = None
         self._stopping.set()
         self.store.wake_watchers()
         if self._thread is not None:

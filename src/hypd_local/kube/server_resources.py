@@ -19,6 +19,7 @@ from hypd_local.kube.logs import log_text
 from hypd_local.kube.resources import ResourceType
 from hypd_local.kube.server_base import ServerState, _json, yaml
 from hypd_local.kube.store import APPLY_PATCH
+from hypd_local.kube.store_base import load_yaml
 from hypd_local.kube.watch import WatchRequest, watch_events
 
 
@@ -256,7 +257,7 @@ class ResourceRequests(ServerState):
                             f"or CBOR)")
         try:
             if "yaml" in (request.mimetype or ""):
-                body = yaml.safe_load(raw.decode() or "{}")
+                body = load_yaml(raw.decode() or "{}")
             else:
                 body = json.loads(raw or b"null")
         except (ValueError, yaml.YAMLError) as exc:

@@ -42,6 +42,7 @@ from hypd_local.kube.store_base import (
     Controller,
     Expired,
     Objects,
+    load_yaml,
     rfc3339,
     yaml,
 )
@@ -70,7 +71,7 @@ class ObjectStore(StoreWrites):
               ) -> tuple[dict[str, Any], bool]:
         """Apply a patch; returns the object and whether it was created (apply only)."""
         try:
-            patch_doc = (yaml.safe_load(body.decode() or "{}") if content_type == APPLY_PATCH
+            patch_doc = (load_yaml(body.decode() or "{}") if content_type == APPLY_PATCH
                          else json.loads(body or b"null"))
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"error decoding patch: {exc}") from exc

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib
+import json
 import re
 import threading
 from collections import deque
@@ -24,6 +25,20 @@ from hypd_local.kube.errors import (
 from hypd_local.kube.resources import BUILTIN, CRD_GROUP, CRD_PLURAL, ResourceType
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
+
+
+def load_yaml(text: str) -> Any:
+    """A YAML request body. JSON (what clients send for server-side apply) is read as JSON, as
+    the API server reads it; PyYAML reads JSON right too, in pure Python, at ten times the
+    cost (3% of the process with fifty creates at once applying their manifests).
+
+    Raises ValueError or yaml.YAMLError for a body that is neither."""
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # YAML's flow mapping, perhaps
+    return yaml.safe_load(text)
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 

@@ -23,7 +23,8 @@ One module per service patched, each saying what it changes and why:
   `Scheduler` told of every change.
 - `sagemaker`: the HyperPod cluster fields moto drops are kept.
 - `botocore`: botocore's retry and waiter sleeps advance the virtual clock.
-- `server`: moto's module list read once, not on every request.
+- `server`: moto's module list read once, not on every request; each response class's
+  method names listed once.
 - `cloudformation`: stacks authorised as their role, tagged like CloudFormation, their EC2
   resources deleted; a deletion EC2 refuses leaves the stack DELETE_FAILED, and a later
   DeleteStack retries.
@@ -124,6 +125,7 @@ def install() -> None:
         sagemaker.patch_sagemaker()
         botocore.patch_botocore()
         server.patch_server_dispatch()
+        server.patch_response_methods()
         stepfunctions.patch_asl_parser()
         stepfunctions.patch_json_paths()
         stepfunctions.patch_interpreter_clients()

@@ -14,10 +14,16 @@ DELETE_FAILED with the service's message as its status reason, what it depends o
 alone, and the stack is DELETE_FAILED ("The following resource(s) failed to delete: [...]"),
 still listed and described; a later DeleteStack retries what is left, as CloudFormation does.
 moto instead dropped the stack and answered DeleteStack with the refusal.
+
+``Stack.parse_template``: a JSON template is read as JSON, as CloudFormation reads it. moto
+reads every template with PyYAML first (JSON is YAML), in pure Python: about 50 ms for the
+network stack of a create, 4% of the process with fifty creates at once. A template that is not
+JSON is read as before.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -139,6 +145,20 @@ def patch_cloudformation() -> None:
         self.status = "UPDATE_ROLLBACK_COMPLETE"
         self._add_stack_event("UPDATE_ROLLBACK_COMPLETE")
 
+    parse_template = models.Stack.parse_template
+
+    def parse_json_as_json(template: str) -> dict[str, Any]:
+        if active() is not None and template.lstrip().startswith("{"):
+            try:
+                parsed = json.loads(template)
+            except ValueError:
+                pass
+            else:
+                if isinstance(parsed, dict):
+                    return parsed
+        return parse_template(template)
+
+    replace(models.Stack, "parse_template", staticmethod(parse_json_as_json))
     replace(models.Stack, "create_resources", patched_create)
     replace(models.Stack, "update", patched_update)
     replace(parsing.ResourceMap, "delete", _delete_stack_resources)

@@ -39,6 +39,7 @@ from typing import Any
 
 from hypd_local.clock import Cohort, bound, current_cohort
 from hypd_local.patches.engine import active, replace
+from hypd_local.transport import serve_in_process
 
 LOG = logging.getLogger(__name__)
 
@@ -335,6 +336,7 @@ def patch_interpreter_clients() -> None:
                               read_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS))
         else:
             client = original(region, service)
+        serve_in_process(client)  # the interpreter's calls skip HTTP (hypd_local.transport)
         with lock:
             return clients.setdefault(key, client)
 
