@@ -13,9 +13,10 @@ dead-letter queue with its reason, and nothing else happens. Then by detail-type
 * the end of an operation's execution (its cluster is free again): the repairs deferred because
   the cluster was busy are decided again, oldest first, until one starts.
 
-When a node's health status changes, and when an operation on its cluster ends, the cluster's
-unhealthy nodes are counted (the `UnhealthyNodes` metric); a repair hypd starts is counted as
-`Repairs` (`hypd.observability`).
+When a node's health status changes (before any repair of it starts: the cluster as the event
+found it), and when an operation on its cluster ends, the cluster's unhealthy nodes are
+counted (the `UnhealthyNodes` metric); a repair hypd starts is counted as `Repairs`
+(`hypd.observability`).
 
 A repair that finds its cluster busy with another operation gives its reservation back and is
 recorded as deferred (`busy`): one operation at a time runs on a cluster, and a repair waits
@@ -195,6 +196,10 @@ def on_node_health(
     if outcome is not Outcome.LATEST and not (outcome is Outcome.DUPLICATE and undecided):
         services.count("EventsIgnored", reason=outcome.value)
         return {"node": detail.instance_id, "outcome": outcome.value}
+    if previous is None or previous.status != latest.status:
+        # Counted before any repair starts: the cluster as this event found it (a repair
+        # that ends quickly would otherwise take the node out of HyperPod's list first).
+        count_unhealthy(services, tag, log)
     taken = act(services, tag, event.cluster_name, node)
     node = services.health.set_taken(tag, detail.instance_id, event_id, taken) or node
     result: dict[str, Any] = {
@@ -205,8 +210,6 @@ def on_node_health(
     }
     if should_notify(previous, node.latest):
         result["notified"] = tell(services, node)
-    if previous is None or previous.status != node.latest.status:
-        count_unhealthy(services, tag, log)
     log.info("node health", extra=result)
     return result
 

@@ -439,6 +439,28 @@ def unhealthy(capsys: pytest.CaptureFixture[str]) -> list[int]:
     return [d["UnhealthyNodes"] for d in documents]
 
 
+def test_a_node_hypd_starts_to_replace_is_counted_as_it_was_when_the_event_came(
+    services: EventServices, fakes: Fakes, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a replace policy, and a repair so quick that HyperPod no longer lists the node
+    # by the time the handler could list the nodes after starting it
+    services.policies.put("train", HealthPolicy(action="replace"))
+    started = fakes.stepfunctions_start_execution
+
+    def start_and_replace(**kwargs: Any) -> Any:
+        fakes.node_status.pop(NODE)
+        return started(**kwargs)
+
+    fakes.stepfunctions_start_execution = start_and_replace  # type: ignore[method-assign]
+
+    # When the node turns unhealthy
+    result = handle(health_event(0), services)
+
+    # Then its replacement was started, and the count is the cluster as the event found it
+    assert result["taken"]["action"] == "replace"
+    assert unhealthy(capsys) == [1]
+
+
 def test_the_unhealthy_nodes_are_counted_when_a_node_s_status_changes(
     services: EventServices, fakes: Fakes, fixed_clock: FakeClock,
     capsys: pytest.CaptureFixture[str],
