@@ -24,6 +24,14 @@ client), and those of the clients the Step Functions interpreter uses
 (`serve`). Everything else (tests' clients, ``cloud.client``, kubectl, the CLIs, other
 processes) still goes over the network, and so do streamed answers (a watch, followed logs).
 
+TLS is not skipped where it decides anything: a request to a server behind TLS is served in
+process only once the client's own TLS settings (urllib3's: verification on or off, the CA
+files or data it trusts, the host name it checks) would have completed the handshake with that
+server's certificate. That is an in-memory handshake (`ssl.MemoryBIO`) between a client
+context built as urllib3 builds it and the server's own context, once per distinct setting;
+a client that would have been refused (a wrong or missing CA, a name the certificate does not
+carry) gets the error urllib3 raises for a failed handshake, as over the network.
+
 The request is served as on a server thread of its own: the thread's per-request values (the
 credentials it signs with, the timeline it waits on, the principal it acts as) are cleared
 while it is served, and a fresh `contextvars` context is used, as a new thread starts with one.
@@ -32,9 +40,11 @@ while it is served, and a fresh `contextvars` context is used, as a new thread s
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import importlib.metadata
 import io
 import logging
+import ssl
 import sys
 import threading
 import weakref
@@ -50,6 +60,8 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.endpoint import Endpoint
 from urllib3 import HTTPHeaderDict, HTTPResponse, PoolManager
 from urllib3.connection import _get_default_user_agent
+from urllib3.exceptions import MaxRetryError, SSLError
+from urllib3.util.ssl_ import create_urllib3_context, resolve_cert_reqs
 from werkzeug.exceptions import InternalServerError
 
 from hypd_local.clock import bound
@@ -98,12 +110,35 @@ class InProcessTransport:
     server behind TLS)."""
 
     def __init__(self, app: WsgiApp, host: str, port: int, *, scheme: str = "http",
-                 aliases: Iterable[str] = ()) -> None:
+                 aliases: Iterable[str] = (), server_tls: ssl.SSLContext | None = None
+                 ) -> None:
         self.app = app
         self.host = host
         self.port = port
         self.scheme = scheme
         self.netlocs = frozenset(f"{name}:{port}" for name in (host, *aliases))
+        self.server_tls = server_tls
+        """The server's TLS context (``https``): a client's settings are checked against it."""
+        self._handshakes: dict[tuple[Any, ...], str | None] = {}
+        self._handshakes_lock = threading.Lock()
+
+    def check_tls(self, manager: PoolManager, host: str) -> str | None:
+        """Why a TLS handshake with this server would fail under ``manager``'s settings (None:
+        it would succeed, or the server has no TLS). Decided once per distinct setting."""
+        if self.server_tls is None:
+            return None
+        settings = manager.connection_pool_kw
+        ca_file = settings.get("ca_certs")
+        key = (host, settings.get("cert_reqs"), ca_file, _digest(ca_file),
+               settings.get("ca_cert_dir"), settings.get("ca_cert_data"),
+               settings.get("assert_hostname"), settings.get("server_hostname"))
+        with self._handshakes_lock:
+            if key in self._handshakes:
+                return self._handshakes[key]
+        failure = _handshake(self.server_tls, settings, host)
+        with self._handshakes_lock:
+            self._handshakes[key] = failure
+        return failure
 
     def respond(self, method: str, url: str, headers: Iterable[tuple[str, Any]],
                 body: bytes) -> Answer:
@@ -242,6 +277,63 @@ def _latin1(text: str) -> str:
     return text.encode().decode("latin1")
 
 
+def _digest(path: str | None) -> str | None:
+    """The CA file's contents, as a digest (a file rewritten under one name is another CA)."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _handshake(server: ssl.SSLContext, settings: Mapping[str, Any], host: str) -> str | None:
+    """Complete a TLS handshake in memory between the server's context and a client context
+    made from urllib3's pool settings as ``urllib3.util.ssl_.ssl_wrap_socket`` makes it; the
+    error text when it fails, else None."""
+    try:
+        cert_reqs = resolve_cert_reqs(settings.get("cert_reqs"))
+        client = create_urllib3_context(cert_reqs=cert_reqs)
+        ca_file, ca_dir, ca_data = (settings.get("ca_certs"), settings.get("ca_cert_dir"),
+                                    settings.get("ca_cert_data"))
+        if ca_file or ca_dir or ca_data:
+            client.load_verify_locations(ca_file, ca_dir, ca_data)
+        elif cert_reqs != ssl.CERT_NONE:
+            client.load_default_certs()
+        # urllib3 matches the name itself (assert_hostname False turns that off); ssl's own
+        # matching gives the same verdict for a DNS name or an IP address in the certificate.
+        client.check_hostname = (cert_reqs != ssl.CERT_NONE
+                                 and settings.get("assert_hostname") is not False)
+        name = settings.get("server_hostname") or host
+    except (OSError, ssl.SSLError, ValueError) as exc:  # an unreadable CA file, bad settings
+        return str(exc)
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client_end = client.wrap_bio(to_client, to_server, server_hostname=name)
+    server_end = server.wrap_bio(to_server, to_client, server_side=True)
+    client_done = server_done = False
+    for _ in range(10):  # TLS 1.3 completes in two round trips, TLS 1.2 in three
+        try:
+            if not client_done:
+                client_end.do_handshake()
+                client_done = True
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLError as exc:
+            return str(exc)
+        try:
+            if not server_done:
+                server_end.do_handshake()
+                server_done = True
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLError:
+            pass  # the client's side says why (an alert it sent or would send)
+        if client_done and server_done:
+            return None
+    return "the TLS handshake did not complete"
+
+
 def _answer(method: str, status: str, headers: list[tuple[str, str]], body: bytes) -> Answer:
     """What the client reads: the headers werkzeug's server adds included."""
     code_text, _, reason = status.partition(" ")
@@ -325,6 +417,10 @@ def _urlopen(manager: PoolManager, method: str, url: str, redirect: bool = True,
         transport = _SERVED.get(parts.netloc)
         if transport is not None and not any(
                 pair in _STREAMING for pair in parse_qsl(parts.query)):
+            refused = transport.check_tls(manager, parts.hostname or transport.host)
+            if refused is not None:
+                # What urllib3 raises once its retries of a failed handshake are spent.
+                raise MaxRetryError(None, url, SSLError(refused))  # type: ignore[arg-type]
             headers = kw.get("headers")
             return transport.urlopen(method, url, manager.headers if headers is None else headers,
                                      kw.get("body"), kw.get("preload_content", True))

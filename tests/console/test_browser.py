@@ -253,9 +253,13 @@ def test_a_job_is_submitted_an_endpoint_deployed_and_the_job_deleted_on_the_clus
     assert job["instanceType"] == "ml.g6.4xlarge"
 
     # When its pod runs, the user reads its logs: the lines the API has
-    while not api.get_training_job(TAG, "llama")["pods"]:
+    for _ in range(60):  # at most 30 virtual minutes
+        if api.get_training_job(TAG, "llama")["pods"]:
+            break
         cloud.clock.advance(30)
         cloud.emulation.tick(wait=True)
+    else:
+        pytest.fail("the job's pod never started")
     find(browser, '[data-logs-job="llama"]').click()
     assert "pod llama-pod-0" in find(browser, "#workload-detail h3").text
     shown = find(browser, "#job-logs").text.splitlines()

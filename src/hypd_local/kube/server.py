@@ -79,6 +79,7 @@ class KubeApiServer(NodeLifecycle, ResourceRequests):
         self._cache_lock = threading.Lock()
         self.tls: tls.TlsMaterial | None = tls.generate(cluster_name, host) if tls_enabled else None
         ssl_context = self._ssl_context() if self.tls else None
+        self._ssl = ssl_context
         self._server: BaseWSGIServer = make_server(
             host, port, self._wsgi, threaded=True, request_handler=_QuietHandler,
             ssl_context=ssl_context,
@@ -126,9 +127,11 @@ class KubeApiServer(NodeLifecycle, ResourceRequests):
                 name=f"kube-{self.cluster_name}", daemon=True,
             )
             self._thread.start()
-            # The functions' requests skip TLS and the socket (hypd_local.transport).
+            # The functions' requests skip the socket; their TLS settings are still checked
+            # against this server's certificate (hypd_local.transport).
             self._transport = transport.InProcessTransport(
-                self._wsgi, self.host, self.port, scheme="https" if self.tls else "http")
+                self._wsgi, self.host, self.port, scheme="https" if self.tls else "http",
+                server_tls=self._ssl)
             transport.serve(self._transport)
         return self.url
 
