@@ -23,10 +23,10 @@ JSON is read as before.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from hypd_local.documents import json_first
 from hypd_local.iam.stacks import StackResource
 from hypd_local.patches.engine import active, replace
 
@@ -148,15 +148,10 @@ def patch_cloudformation() -> None:
     parse_template = models.Stack.parse_template
 
     def parse_json_as_json(template: str) -> dict[str, Any]:
-        if active() is not None and template.lstrip().startswith("{"):
-            try:
-                parsed = json.loads(template)
-            except ValueError:
-                pass
-            else:
-                if isinstance(parsed, dict):
-                    return parsed
-        return parse_template(template)
+        if active() is None:
+            return parse_template(template)
+        parsed: dict[str, Any] = json_first(template, parse_template)
+        return parsed
 
     replace(models.Stack, "parse_template", staticmethod(parse_json_as_json))
     replace(models.Stack, "create_resources", patched_create)
