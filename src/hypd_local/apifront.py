@@ -9,12 +9,16 @@ response. Behaviour copied from API Gateway:
   ``{"message": "Internal server error"}``;
 - the most specific resource wins (literal segment > ``{param}`` > ``{proxy+}``).
 
-Routes need SigV4 (AWS_IAM) on AWS. Locally unsigned requests are accepted; when a SigV4
-``Authorization`` header is present (not verified), its access key and the identity moto's STS
-associates with it go into ``requestContext.identity``. Requests the local cloud makes itself
-(EventBridge's API Gateway targets, `ApiFront.request`) get API Gateway's checks of an
-``AWS_IAM`` method: unsigned, 403 ``Missing Authentication Token``; signed by a principal whose
-policies do not allow ``execute-api:Invoke`` on the method, 403 ``AccessDeniedException``.
+Routes need SigV4 (AWS_IAM) on AWS. When a SigV4 ``Authorization`` header is present (not
+verified), its access key and the identity moto's STS associates with it go into
+``requestContext.identity``. `hypd_local.apiaccess` makes API Gateway's IAM checks: a principal
+the local cloud issued (a role session, an IAM user's key) needs ``execute-api:Invoke`` on the
+method (else 403 ``AccessDeniedException``), and the method's integration must be allowed to
+invoke the function with the credentials the SAM transform gives it (else 500 ``Internal server
+error``). Unsigned requests and keys the local cloud did not issue are the administrator's and
+accepted, except in requests the local cloud makes itself (EventBridge's API Gateway targets,
+`ApiFront.request`), where an unsigned request to an ``AWS_IAM`` method is 403 ``Missing
+Authentication Token`` as on AWS.
 
 The front also serves the local cloud's own endpoints outside the stage path (``/_local/...``):
 the handlers it is given as ``admin`` (the clock, info and faults; see `LocalCloud`).
@@ -35,6 +39,7 @@ from typing import Any
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from hypd_local.apiaccess import ApiAccess, Refusal
 from hypd_local.clock import VirtualClock
 from hypd_local.lambdas import LambdaRuntime
 from hypd_local.template import ApiSpec, RouteSpec
@@ -45,6 +50,29 @@ AdminHandler = Callable[[Any], tuple[int, Any]]
 """A `/_local/...` endpoint: the decoded JSON body (or None) -> (status, JSON-able body)."""
 
 _JSON = "application/json"
+
+
+class ApiResponse(Response):
+    """A response of the front, with the (virtual) seconds its answer took beyond the handler:
+    a `SlowAnswer`'s delay."""
+
+    latency_seconds: float = 0.0
+
+
+@dataclass
+class SlowAnswer:
+    """The next ``times`` requests matching ``method`` and the stage-relative ``path`` pattern
+    (fnmatch: ``*`` may span segments) are answered ``seconds`` late on the
+    virtual clock, after their handler ran: a slow function as a caller sees it."""
+
+    method: str
+    path: str
+    seconds: float
+    times: int | None = 1
+
+    def matches(self, method: str, path: str) -> bool:
+        return (self.method in ("*", method.upper())
+                and fnmatch.fnmatchcase(path, self.path) and self.times != 0)
 
 
 @dataclass(frozen=True)
@@ -95,8 +123,15 @@ class ApiFront:
         host: str = "127.0.0.1",
         port: int = 0,
         admin: Mapping[tuple[str, str], AdminHandler] | None = None,
+        access: ApiAccess | None = None,
     ) -> None:
         self.api = api
+        self.access = access
+        """API Gateway's IAM checks; None checks nothing (a front without IAM)."""
+        self._slow: list[SlowAnswer] = []
+        self.refusals: list[Refusal] = []
+        """The requests the checks refused, in order (API Gateway's execution log)."""
+        self._refusals_lock = threading.Lock()
         self._admin = dict(admin or {})
         self._lambdas = lambdas
         self._clock = clock
@@ -134,15 +169,32 @@ class ApiFront:
         if self._thread is not None:
             self._thread.join()
 
+    def slow_answers(self, method: str, path: str, seconds: float,
+                     times: int | None = 1) -> SlowAnswer:
+        """Answer matching requests ``seconds`` late (see `SlowAnswer`); ``times`` None: all."""
+        if seconds < 0 or (times is not None and times < 1):
+            raise ValueError("seconds must be >= 0 and times >= 1 (or None)")
+        slow = SlowAnswer(method.upper(), "/" + path.lstrip("/"), float(seconds), times)
+        with self._refusals_lock:
+            self._slow.append(slow)
+        return slow
+
+    def _delay_for(self, method: str, path: str) -> float:
+        with self._refusals_lock:
+            for slow in self._slow:
+                if slow.matches(method, path):
+                    if slow.times is not None:
+                        slow.times -= 1
+                    return slow.seconds
+        return 0.0
+
     def request(
         self, method: str, path: str, *, query: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None, body: bytes = b"",
-        authorize: Callable[[], str | None] | None = None,
-    ) -> Response:
-        """A request made inside the local cloud, through the same routing and proxy code as a
-        client's, with API Gateway's checks of an ``AWS_IAM`` method: no SigV4 signature is
-        403 ``Missing Authentication Token``; ``authorize()`` (the signer's IAM decision) returning
-        a message is 403 ``AccessDeniedException`` with it."""
+    ) -> ApiResponse:
+        """A request made inside the local cloud, through the same routing, checks and proxy
+        code as a client's; an unsigned request to an ``AWS_IAM`` method is 403 ``Missing
+        Authentication Token``, as API Gateway answers it."""
         from werkzeug.test import EnvironBuilder
 
         builder = EnvironBuilder(path=path, method=method, query_string=dict(query or {}),
@@ -155,14 +207,9 @@ class ApiFront:
         parts = _split(request.path)
         resolved = (self._resolve(parts[1:], request.method.upper())
                     if parts and parts[0] == self.api.stage else None)
-        if resolved is not None and self._auth_of(resolved[0]) == "AWS_IAM":
-            if not _sigv4_access_key(request.headers.get("Authorization", "")):
-                return _missing_token()
-            denial = authorize() if authorize is not None else None
-            if denial is not None:
-                response = _json(403, {"Message": denial})
-                response.headers.set("x-amzn-ErrorType", "AccessDeniedException")
-                return response
+        if (resolved is not None and self._auth_of(resolved[0]) == "AWS_IAM"
+                and not _sigv4_access_key(request.headers.get("Authorization", ""))):
+            return _missing_token()
         return self._dispatch(request)
 
     def _auth_of(self, route: RouteSpec) -> str | None:
@@ -180,7 +227,7 @@ class ApiFront:
             response = _message(500, "Internal server error", "InternalServerErrorException")
         return response(environ, start_response)
 
-    def _dispatch(self, request: Request) -> Response:
+    def _dispatch(self, request: Request) -> ApiResponse:
         path = request.path
         if path.startswith("/_local/"):
             return self._local(request)
@@ -189,7 +236,7 @@ class ApiFront:
             return _missing_token()
         return self._proxy(request, parts[1:])
 
-    def _local(self, request: Request) -> Response:
+    def _local(self, request: Request) -> ApiResponse:
         handler = self._admin.get((request.method.upper(), request.path))
         if handler is not None:
             data = request.get_data()
@@ -224,14 +271,17 @@ class ApiFront:
                     return route, params
         return None
 
-    def _proxy(self, request: Request, parts: list[str]) -> Response:
+    def _proxy(self, request: Request, parts: list[str]) -> ApiResponse:
         resolved = self._resolve(parts, request.method.upper())
         if resolved is None:
             return _missing_token()
         route, params = resolved
         request_id = str(uuid.uuid4())
-        event = self._event(request, route, params, request_id)
         function = self._lambdas.find(route.function_logical_id)
+        refused = self._check(request, route, parts, function.invoked_arn)
+        if refused is not None:
+            return refused
+        event = self._event(request, route, params, request_id)
         result = self._lambdas.invoke(function, event)
         if result.error:
             LOG.warning("%s %s: %s failed: %s", request.method, request.path,
@@ -244,7 +294,39 @@ class ApiFront:
                         request.path, function.logical_id, result.payload[:500])
             return _message(502, "Internal server error", "InternalServerErrorException",
                             request_id)
+        delay = self._delay_for(request.method, "/" + "/".join(parts))
+        if delay:
+            LOG.info("%s %s: answering %s s late (virtual)", request.method, request.path, delay)
+            self._clock.sleep(delay)
+            response.latency_seconds = delay
         return response
+
+    def _check(self, request: Request, route: RouteSpec, parts: list[str],
+               function_arn: str) -> ApiResponse | None:
+        """API Gateway's IAM checks of the request (`hypd_local.apiaccess`): the response that
+        refuses it, or None."""
+        if self.access is None:
+            return None
+        auth = self._auth_of(route)
+        method_arn = self.access.method_arn(request.method, "/".join(parts))
+        caller = self.access.principal(_sigv4_access_key(request.headers.get("Authorization",
+                                                                             "")))
+        if auth == "AWS_IAM" and caller is not None:
+            denial = self.access.invoke_denial(caller, method_arn)
+            if denial is not None:
+                self._refused(Refusal(403, denial, "AccessDeniedException", denial))
+                response = _json(403, {"Message": denial})
+                response.headers.set("x-amzn-ErrorType", "AccessDeniedException")
+                return response
+        refusal = self.access.integration_refusal(route, auth, function_arn, method_arn, caller)
+        if refusal is None:
+            return None
+        self._refused(refusal)
+        return _message(refusal.status, refusal.message, refusal.error_type)
+
+    def _refused(self, refusal: Refusal) -> None:
+        with self._refusals_lock:
+            self.refusals.append(refusal)
 
     def _event(
         self, request: Request, route: RouteSpec, params: dict[str, str], request_id: str
@@ -347,7 +429,7 @@ def _sigv4_access_key(authorization: str) -> str | None:
     return None
 
 
-def _proxy_response(result: Any, request_id: str) -> Response | None:
+def _proxy_response(result: Any, request_id: str) -> ApiResponse | None:
     """The HTTP response for a proxy result, or None when the result is malformed."""
     if not isinstance(result, dict) or "statusCode" not in result:
         return None
@@ -363,7 +445,7 @@ def _proxy_response(result: Any, request_id: str) -> Response | None:
     data = b""
     if body:
         data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
-    response = Response(data, status=status)
+    response = ApiResponse(data, status=status)
     response.headers.remove("Content-Type")
     for name, values in (result.get("multiValueHeaders") or {}).items():
         for value in values or []:
@@ -376,19 +458,19 @@ def _proxy_response(result: Any, request_id: str) -> Response | None:
     return response
 
 
-def _json(status: int, body: Any, request_id: str | None = None) -> Response:
-    response = Response(json.dumps(body), status=status, content_type=_JSON)
+def _json(status: int, body: Any, request_id: str | None = None) -> ApiResponse:
+    response = ApiResponse(json.dumps(body), status=status, content_type=_JSON)
     response.headers.set("x-amzn-RequestId", request_id or str(uuid.uuid4()))
     return response
 
 
 def _message(
     status: int, message: str, error_type: str, request_id: str | None = None
-) -> Response:
+) -> ApiResponse:
     response = _json(status, {"message": message}, request_id)
     response.headers.set("x-amzn-ErrorType", error_type)
     return response
 
 
-def _missing_token() -> Response:
+def _missing_token() -> ApiResponse:
     return _message(403, "Missing Authentication Token", "MissingAuthenticationTokenException")

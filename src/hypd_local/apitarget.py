@@ -18,11 +18,19 @@ What the EventBridge user guide ("Amazon API Gateway targets for rules") describ
   ``execute-api:Invoke`` on the concrete method ARN against the role's policies. A target
   without a RoleArn sends an unsigned request, which an ``AWS_IAM`` method refuses (403
   ``Missing Authentication Token``);
-- responses 429 and 5xx are retried with exponential back-off, other 4xx are not; retries stop
-  at the target's ``RetryPolicy`` (``MaximumRetryAttempts``, default 185;
+- EventBridge waits at most 5 seconds for the answer (the guide: "the maximum client execution
+  timeout is 5 seconds"), whatever the integration's own timeout (29 s for hypd's function); a
+  request answered later counts as a failed attempt and is sent again, although the API did
+  its work (an automated command must therefore be idempotent: hypd's rules send the event's
+  id as ``Idempotency-Key``). The local cloud's answer time is the front's `SlowAnswer` delay,
+  on the virtual clock, so a test decides it;
+- responses 429 and 5xx (and timeouts) are retried with exponential back-off, other 4xx are
+  not; retries stop at the target's ``RetryPolicy`` (``MaximumRetryAttempts``, default 185;
   ``MaximumEventAgeInSeconds``, default 86400, counted from the event's time).
 
-The request goes through `ApiFront.request`: the front's own routing, proxy event and handler.
+The request goes through `ApiFront.request`: the front's own routing, API Gateway's IAM checks
+(`hypd_local.apiaccess`: ``execute-api:Invoke`` for the role, the integration's credentials),
+proxy event and handler.
 Back-off is the local cloud's: 1 s, doubling, at most 10 minutes, no jitter (deterministic), on
 the virtual clock (the waiting thread moves it).
 """
@@ -42,14 +50,17 @@ from botocore.awsrequest import AWSRequest
 
 from hypd_local.clock import VirtualClock
 from hypd_local.credentials import RoleNotAssumable, Session
-from hypd_local.iam.checks import Check, Target
 
 if TYPE_CHECKING:
     from hypd_local.apifront import ApiFront
-    from hypd_local.iam.enforce import Enforcer
 
 LOG = logging.getLogger(__name__)
 
+API_TARGET_TIMEOUT_SECONDS = 5.0
+"""How long EventBridge waits for an API Gateway target's answer."""
+TIMEOUT_ERROR = "Timeout"
+"""The error code of an attempt answered after `API_TARGET_TIMEOUT_SECONDS` (the local
+cloud's name: the guide names none)."""
 DEFAULT_MAXIMUM_RETRY_ATTEMPTS = 185
 DEFAULT_MAXIMUM_EVENT_AGE_SECONDS = 86400
 _FIRST_BACKOFF_SECONDS = 1.0
@@ -185,12 +196,11 @@ def _build(arn: ApiArn, target: Mapping[str, Any], event: Mapping[str, Any],
 class ApiTargets:
     """Delivers to API Gateway targets of the REST API the local cloud serves."""
 
-    def __init__(self, *, front: ApiFront, enforcer: Enforcer, clock: VirtualClock,
+    def __init__(self, *, front: ApiFront, clock: VirtualClock,
                  session: Callable[[str, str], Session]) -> None:
         """``session(role_arn, session_name)``: events.amazonaws.com's session in the role
         (raises RoleNotAssumable)."""
         self._front = front
-        self._enforcer = enforcer
         self._clock = clock
         self._session = session
 
@@ -219,11 +229,17 @@ class ApiTargets:
         backoff = _FIRST_BACKOFF_SECONDS
         while True:
             attempts += 1
-            status, body = self._send(request, session)
-            if status < 400:
+            status, body, latency = self._send(request, session)
+            timed_out = latency > API_TARGET_TIMEOUT_SECONDS
+            if timed_out:
+                LOG.info("%s answered %s after %s s (virtual): over EventBridge's %s s",
+                         request.method_arn, status, latency, API_TARGET_TIMEOUT_SECONDS)
+                code = TIMEOUT_ERROR
+            elif status < 400:
                 return ApiOutcome(status, body, attempts)
-            code = f"HTTP {status}"
-            if status != 429 and status < 500:
+            else:
+                code = f"HTTP {status}"
+            if not timed_out and status != 429 and status < 500:
                 return ApiOutcome(status, body, attempts, code)
             if attempts > max_retries:
                 return ApiOutcome(status, body, attempts, code, "MaximumRetryAttempts")
@@ -244,18 +260,15 @@ class ApiTargets:
         except RoleNotAssumable as exc:
             raise DeliveryRefused("AccessDeniedException", str(exc)) from exc
 
-    def _send(self, request: _Request, session: Session | None) -> tuple[int, str]:
+    def _send(self, request: _Request, session: Session | None) -> tuple[int, str, float]:
+        """(status, body, seconds the answer took beyond the handler)."""
         headers = dict(request.headers)
         if session is not None:
             headers.update(self._signature(request, session))
-
-        def authorize() -> str | None:
-            return self._denial(request, session)
-
         response = self._front.request(
             request.method, f"/{request.arn.stage}/{request.path}", query=request.query,
-            headers=headers, body=request.body, authorize=authorize)
-        return response.status_code, response.get_data(as_text=True)
+            headers=headers, body=request.body)
+        return response.status_code, response.get_data(as_text=True), response.latency_seconds
 
     def _signature(self, request: _Request, session: Session) -> dict[str, str]:
         url = f"{self._front.base_url}/{request.arn.stage}/{request.path}"
@@ -264,22 +277,6 @@ class ApiTargets:
         SigV4Auth(session.credentials, "execute-api", request.arn.region).add_auth(signed)
         return {name: str(value) for name, value in signed.headers.items()
                 if name.lower() in ("authorization", "x-amz-date", "x-amz-security-token")}
-
-    def _denial(self, request: _Request, session: Session | None) -> str | None:
-        """API Gateway's message refusing ``execute-api:Invoke`` to the role, or None."""
-        if session is None:
-            return None
-        key = session.credentials.get_frozen_credentials().access_key
-        principal = self._enforcer.directory.principal(key)
-        if principal is None:
-            return None
-        denial = self._enforcer.decide(principal, [Check(
-            "execute-api:Invoke", (Target(request.method_arn, "execute-api-general"),))])
-        if denial is None:
-            return None
-        explicit = " with an explicit deny" if "explicit deny" in denial.reason else ""
-        return (f"User: {principal.caller_arn} is not authorized to perform: execute-api:Invoke "
-                f"on resource: {request.method_arn}{explicit}")
 
 
 def _event_time(event: Mapping[str, Any]) -> datetime | None:

@@ -25,8 +25,10 @@ from typing import Any
 
 from werkzeug.serving import BaseWSGIServer
 
-from hypd_local import credentials, patches, transport
+from hypd_local import alarms, credentials, patches, transport
 from hypd_local.activity import Activity
+from hypd_local.alarms import AlarmAction
+from hypd_local.apiaccess import APIGATEWAY_PRINCIPAL, ApiAccess
 from hypd_local.apifront import AdminHandler, ApiFront
 from hypd_local.apitarget import EVENTS_PRINCIPAL, ApiTargets
 from hypd_local.asyncinvoke import AsyncFailure, AsyncInvoker
@@ -47,6 +49,7 @@ from hypd_local.eventbus import (
 )
 from hypd_local.eventlog import EventLog
 from hypd_local.iam.enforce import Authorization
+from hypd_local.iam.resource_policies import ResourcePolicies
 from hypd_local.lambdas import Invocation, LambdaRuntime
 from hypd_local.provision import provision
 from hypd_local.scheduler import SCHEDULER_PRINCIPAL, Scheduler
@@ -194,6 +197,13 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
             account_id=self.account_id,
             region=self.region,
         )
+        self.resource_policies = ResourcePolicies(
+            self._stack.resource_policies.values(), partition=self._stack.partition,
+            region=self.region, account_id=self.account_id,
+            topic_keys={t.arn: t.attributes["KmsMasterKeyId"]
+                        for t in self._stack.topics.values() if "KmsMasterKeyId" in t.attributes},
+            live=self._live_policy)
+        self._delivery.policies = self.resource_policies
         patches.activate(self)
         self.emulation.start(sts_endpoint=self.aws_endpoint)
         self._use_virtual_time_in_domain()
@@ -219,10 +229,15 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
                 region=self.region,
                 port=self._api_port,
                 admin=self._admin_routes(),
+                access=ApiAccess(
+                    api, enforcer=self.emulation.enforcer, policies=self.resource_policies,
+                    role_session=lambda role, name: self.identities.session(
+                        role, name, APIGATEWAY_PRINCIPAL), partition=self._stack.partition,
+                    region=self.region, account_id=self.account_id),
             )
             self._front.start()
             self._delivery.api_targets = ApiTargets(
-                front=self._front, enforcer=self.emulation.enforcer, clock=self.clock,
+                front=self._front, clock=self.clock,
                 session=lambda role, name: self.identities.session(
                     role, name, EVENTS_PRINCIPAL, source_account=self.account_id))
         self._scheduler = Scheduler(
@@ -274,6 +289,13 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         if self._front is None:
             raise RuntimeError("no REST API is being served (none in the template, or stopped)")
         return self._front.url
+
+    @property
+    def api_front(self) -> ApiFront:
+        """The REST API front: its IAM refusals (``refusals``), slow answers (``slow_answers``)."""
+        if self._front is None:
+            raise RuntimeError("no REST API is being served")
+        return self._front
 
     @property
     def local_url(self) -> str:
@@ -351,6 +373,19 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
         self.delivery.put_event(source=source, detail_type=detail_type, detail=detail,
                                 resources=resources, event_bus=event_bus)
 
+    def fire_alarm(self, logical_id: str, state: str = "ALARM",
+                   reason: str = "fired by a test") -> list[AlarmAction]:
+        """Change a template alarm's state: CloudWatch publishes to its actions' topics as
+        ``cloudwatch.amazonaws.com``, as far as their topic and key policies let it."""
+        alarm = self.stack.alarms[logical_id]
+
+        def publish(topic_arn: str, subject: str, message: str) -> None:
+            self.client("sns").publish(TopicArn=topic_arn, Subject=subject, Message=message)
+
+        return alarms.fire(alarm, state=state, reason=reason, region=self.region,
+                           account_id=self.account_id, policies=self.resource_policies,
+                           publish=publish, now=self.clock.now().isoformat())
+
     def watch_authorizations(
         self, observer: Callable[[Authorization], None]
     ) -> AbstractContextManager[None]:
@@ -402,6 +437,22 @@ class LocalCloud(EngineCallbacks, ProcessSetup):
             LOG.debug("dropped %s %s: the event bus is not up", source, detail_type)
             return
         self.emit_event(source, detail_type, detail, resources)
+
+    def _live_policy(self, arn: str) -> Any:
+        """The ``Policy`` attribute SQS or SNS holds for a queue or topic, None if it has none
+        (or the resource is gone)."""
+        try:
+            if arn.split(":")[2] == "sqs":
+                sqs = self.client("sqs")
+                url = sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"]
+                return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["Policy"]).get(
+                    "Attributes", {}).get("Policy")
+            return self.client("sns").get_topic_attributes(TopicArn=arn)["Attributes"].get(
+                "Policy")
+        except self.client("sqs").exceptions.QueueDoesNotExist:
+            return None
+        except self.client("sns").exceptions.NotFoundException:
+            return None
 
     def _admin_routes(self) -> dict[tuple[str, str], AdminHandler]:
         """The `/_local/` endpoints beyond the clock: info, clock advance and faults."""

@@ -11,11 +11,15 @@ asynchronously as EventBridge does:
 - Step Functions target: StartExecution with the event as input.
 - API Gateway target (``arn:aws:execute-api:...``): a request to the local REST API front,
   signed as the target's role, retried on 429 and 5xx (`hypd_local.apitarget`).
-- A failed *delivery* (no such function or state machine, bad input transformation, an API
-  Gateway target's final refusal) is recorded in `EventDelivery.failures` and, when the target
-  has a DeadLetterConfig, sent to that queue with EventBridge's message attributes (RULE_ARN,
-  TARGET_ARN, ERROR_CODE, ERROR_MESSAGE, RETRY_ATTEMPTS, and EXHAUSTED_RETRY_CONDITION when
-  retries ran out). Only API Gateway targets are retried.
+- EventBridge acts as ``events.amazonaws.com`` (a target without a role): the function's
+  Lambda permission, the topic's policy (and its key's), the dead-letter queue's policy must let
+  it, with ``aws:SourceArn`` the rule's ARN (`hypd_local.iam.resource_policies`); a dead letter
+  the queue's policy refuses is lost, as on AWS (`EventDelivery.lost_dead_letters`).
+- A failed *delivery* (no such function or state machine, bad input transformation, a refused
+  permission, an API Gateway target's final refusal) is recorded in `EventDelivery.failures`
+  and, when the target has a DeadLetterConfig, sent to that queue with EventBridge's message
+  attributes (RULE_ARN, TARGET_ARN, ERROR_CODE, ERROR_MESSAGE, RETRY_ATTEMPTS, and
+  EXHAUSTED_RETRY_CONDITION when retries ran out). Only API Gateway targets are retried.
 
 It also emits the ``Step Functions Execution Status Change`` events AWS puts on the default bus.
 """
@@ -33,8 +37,9 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, cast
 
 from hypd_local.activity import Activity
-from hypd_local.apitarget import ApiArn, ApiTargets
+from hypd_local.apitarget import EVENTS_PRINCIPAL, ApiArn, ApiTargets
 from hypd_local.asyncinvoke import AsyncInvoker
+from hypd_local.iam.resource_policies import ResourcePolicies
 from hypd_local.lambdas import FunctionNotFound, LambdaRuntime
 from hypd_local.queues import send_to_queue
 
@@ -66,6 +71,8 @@ class Delivered(NamedTuple):
     payload: Any
     status: int | None = None
     """The HTTP status of an API Gateway target's response; None for other targets."""
+    attempts: int = 1
+    """The requests it took (an API Gateway target's retries included)."""
 
 
 class EventDelivery:
@@ -95,6 +102,10 @@ class EventDelivery:
         self._delivered: list[Delivered] = []
         self.api_targets: ApiTargets | None = None
         """Set once the local cloud serves its REST API (else API targets fail)."""
+        self.policies: ResourcePolicies | None = None
+        """The resource-based policies EventBridge's deliveries need (None: not checked)."""
+        self.lost_dead_letters: list[tuple[str, str]] = []
+        """(queue ARN, why) of each failed event a dead-letter queue's policy refused."""
 
     @property
     def failures(self) -> list[DeliveryFailure]:
@@ -152,6 +163,11 @@ class EventDelivery:
             except FunctionNotFound as exc:
                 self._fail(rule_arn, target, event, "ResourceNotFoundException", str(exc))
                 return
+        refused = self._refusal(service, target_arn, rule_arn)
+        if refused is not None:
+            self._fail(rule_arn, target, event, "AccessDeniedException", refused)
+            return
+        if service == "lambda":
             with self._lock:
                 self._delivered.append(Delivered(rule_arn, target_arn, payload))
             self._invoker.run(function, payload)  # Lambda accepted the event: delivered
@@ -173,6 +189,17 @@ class EventDelivery:
         with self._lock:
             self._delivered.append(Delivered(rule_arn, target_arn, payload))
 
+    def _refusal(self, service: str, target_arn: str, rule_arn: str) -> str | None:
+        """Why the target's resource policy refuses EventBridge (a Lambda or SNS target)."""
+        if self.policies is None:
+            return None
+        if service == "lambda":
+            return self.policies.for_source(EVENTS_PRINCIPAL, "lambda:InvokeFunction", target_arn,
+                                            rule_arn)
+        if service == "sns":
+            return self.policies.publish_refusal(target_arn, EVENTS_PRINCIPAL, source_arn=rule_arn)
+        return None
+
     def _deliver_to_api(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any],
                         payload: Any) -> None:
         target_arn = str(target["Arn"])
@@ -183,7 +210,8 @@ class EventDelivery:
         outcome = self.api_targets.deliver(target, event, payload)
         if outcome.ok:
             with self._lock:
-                self._delivered.append(Delivered(rule_arn, target_arn, payload, outcome.status))
+                self._delivered.append(Delivered(rule_arn, target_arn, payload, outcome.status,
+                                                 outcome.attempts))
             return
         self._fail(rule_arn, target, event, str(outcome.error_code), outcome.body,
                    attempts=outcome.attempts, status=outcome.status, exhausted=outcome.exhausted)
@@ -201,6 +229,14 @@ class EventDelivery:
         LOG.warning("event delivery to %s failed (%s: %s)%s", failure.target_arn, code, message,
                     f"; sent to {dlq_arn}" if dlq_arn else "")
         if not dlq_arn:
+            return
+        refused = (self.policies.for_source(EVENTS_PRINCIPAL, "sqs:SendMessage", str(dlq_arn),
+                                            rule_arn)
+                   if self.policies is not None else None)
+        if refused is not None:
+            LOG.error("the failed event is lost: %s", refused)
+            with self._lock:
+                self.lost_dead_letters.append((str(dlq_arn), refused))
             return
         try:
             attributes = {

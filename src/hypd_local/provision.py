@@ -51,6 +51,8 @@ def provision(stack: Stack, client: ClientFactory, directory: Directory | None =
         arn = sns.create_topic(Name=topic.name, Attributes=dict(topic.attributes))["TopicArn"]
         _check(topic.logical_id, "topic ARN", topic.arn, arn)
 
+    _provision_resource_policies(stack, sqs, sns)
+
     dynamodb = client("dynamodb")
     for table in stack.tables.values():
         arn = dynamodb.create_table(**table.create_args)["TableDescription"]["TableArn"]
@@ -153,6 +155,26 @@ def provision(stack: Stack, client: ClientFactory, directory: Directory | None =
             )
 
     _provision_schedules(stack, client)
+
+
+def _provision_resource_policies(stack: Stack, sqs: Any, sns: Any) -> None:
+    """The queue and topic policies, as the queues' and topics' ``Policy`` attribute (one
+    document per resource: several policies' statements together), where SQS and SNS keep them
+    and the local cloud reads them when a service delivers (`hypd_local.iam.resource_policies`)."""
+    queues = {queue.arn: queue.url for queue in stack.queues.values()}
+    topics = {topic.arn for topic in stack.topics.values()}
+    merged: dict[str, list[Any]] = {}
+    for spec in stack.resource_policies.values():
+        for arn in spec.resources:
+            if arn in queues or arn in topics:
+                found = spec.document.get("Statement") or []
+                merged.setdefault(arn, []).extend(found if isinstance(found, list) else [found])
+    for arn, statements in merged.items():
+        policy = json.dumps({"Version": "2012-10-17", "Statement": statements})
+        if arn in queues:
+            sqs.set_queue_attributes(QueueUrl=queues[arn], Attributes={"Policy": policy})
+        else:
+            sns.set_topic_attributes(TopicArn=arn, AttributeName="Policy", AttributeValue=policy)
 
 
 def _provision_schedules(stack: Stack, client: ClientFactory) -> None:

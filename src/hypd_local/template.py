@@ -134,7 +134,8 @@ class Stack(FunctionBuilders):
         "AWS::IAM::Role": StackPlanners._plan_role,
         "AWS::IAM::ManagedPolicy": StackPlanners._plan_managed_policy,
         "AWS::ApiGateway::Account": StackPlanners._plan_policy,
-        # Monitoring: planned so that references resolve, not made (nothing runs them here).
+        # Monitoring: planned so that references resolve, not made. A key's policy and an
+        # alarm's actions are read (`LocalCloud.fire_alarm` publishes as CloudWatch does).
         "AWS::KMS::Key": StackPlanners._plan_key,
         "AWS::CloudWatch::Alarm": StackPlanners._plan_alarm,
         "AWS::CloudWatch::Dashboard": StackPlanners._plan_dashboard,
@@ -144,9 +145,12 @@ class Stack(FunctionBuilders):
         "AWS::EventSchemas::Schema": StackPlanners._plan_schema,
         # An email subscription to a topic: accepted, not made (nobody could confirm it).
         "AWS::SNS::Subscription": StackPlanners._plan_policy,
-        # Permissions: accepted, not enforced (moto does not enforce IAM either by default).
+        # Resource-based policies: evaluated when a service delivers to the resource
+        # (`hypd_local.iam.resource_policies`); an EventBusPolicy is accepted, not evaluated
+        # (every sender to a bus is of this account).
         "AWS::SQS::QueuePolicy": StackPlanners._plan_policy,
         "AWS::SNS::TopicPolicy": StackPlanners._plan_policy,
+        "AWS::S3::BucketPolicy": StackPlanners._plan_policy,
         "AWS::Lambda::Permission": StackPlanners._plan_policy,
         "AWS::IAM::Policy": StackPlanners._plan_policy,
         "AWS::Events::EventBusPolicy": StackPlanners._plan_policy,
@@ -171,4 +175,10 @@ class Stack(FunctionBuilders):
         "AWS::IAM::Role": FunctionBuilders._build_role,
         "AWS::IAM::ManagedPolicy": FunctionBuilders._build_managed_policy,
         "AWS::ApiGateway::Account": ResourceBuilders._build_api_account,
+        "AWS::SQS::QueuePolicy": ResourceBuilders._build_queue_policy,
+        "AWS::SNS::TopicPolicy": ResourceBuilders._build_topic_policy,
+        "AWS::S3::BucketPolicy": ResourceBuilders._build_bucket_policy,
+        "AWS::KMS::Key": ResourceBuilders._build_key,
+        "AWS::Lambda::Permission": ResourceBuilders._build_lambda_permission,
+        "AWS::CloudWatch::Alarm": ResourceBuilders._build_alarm,
     }

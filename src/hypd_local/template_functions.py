@@ -145,6 +145,8 @@ class FunctionBuilders(ResourceBuilders):
             tracing="Active" if tracing == "Active" else "PassThrough",
             async_config=async_config,
             layer_ids=tuple(known_layers[arn] for arn in layers if arn in known_layers),
+            alias=scalar_str(alias) if (alias := self._resolve_prop(
+                logical_id, "AutoPublishAlias")) else None,
         )
         if role is None:
             role_res = self._planned[f"{logical_id}Role"]

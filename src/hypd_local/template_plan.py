@@ -195,9 +195,8 @@ class StackPlanners(StackBase):
                         {"SchemaArn": arn, "SchemaName": name, "SchemaVersion": "1"})
 
     def _plan_policy(self, logical_id: str) -> Resource:
-        # Resource-based policies and Lambda permissions are not evaluated (a same-account
-        # caller is authorised by its identity policies, docs/iam.md); the resource exists to
-        # be referred to.
+        # A resource whose Ref is only referred to (policies, permissions, subscriptions);
+        # resource-based policies get their spec from `template_policies`.
         rtype = self._raw[logical_id]["Type"]
         return Resource(logical_id, rtype, f"{self.stack_name}-{logical_id}")
 

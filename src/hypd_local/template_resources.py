@@ -10,12 +10,13 @@ from datetime import datetime
 from typing import Any
 
 from hypd_local.intrinsics import TemplateError, scalar_str
-from hypd_local.template_plan import StackPlanners
+from hypd_local.template_policies import PolicyBuilders, method_source_arn
 from hypd_local.template_specs import (
     ApiAccountSpec,
     ApiSpec,
     LogGroupSpec,
     QueueSpec,
+    ResourcePolicySpec,
     RouteSpec,
     RuleSpec,
     ScheduleGroupSpec,
@@ -28,7 +29,7 @@ from hypd_local.template_specs import (
 from hypd_local.template_stack import _IMPLICIT_API, _pick
 
 
-class ResourceBuilders(StackPlanners):
+class ResourceBuilders(PolicyBuilders):
     """``_build_<type>`` of tables, queues, topics, log groups, APIs and rules."""
 
     def _build_table(self, logical_id: str) -> None:
@@ -138,7 +139,9 @@ class ResourceBuilders(StackPlanners):
         stage = self._resolve_prop(logical_id, "StageName")
         if not stage:
             raise TemplateError(f"{where}.StageName is required")
-        auth = (self._resolve_prop(logical_id, "Auth") or {}).get("DefaultAuthorizer")
+        auth_props = self._resolve_prop(logical_id, "Auth") or {}
+        auth = auth_props.get("DefaultAuthorizer")
+        invoke_role = auth_props.get("InvokeRole")
         method_settings = self._resolve_prop(logical_id, "MethodSettings") or []
         logs = bool(self._resolve_prop(logical_id, "AccessLogSetting")) or any(
             str(m.get("LoggingLevel", "OFF")).upper() != "OFF" or m.get("DataTraceEnabled")
@@ -150,9 +153,16 @@ class ResourceBuilders(StackPlanners):
             routes=(),
             binary_media_types=tuple(self._resolve_prop(logical_id, "BinaryMediaTypes", []) or []),
             auth=auth,
+            invoke_role=scalar_str(invoke_role, f"{where}.Auth.InvokeRole")
+            if invoke_role is not None else None,
             logs_to_cloudwatch=logs,
             depends_on=self.dependencies_of(logical_id),
         )
+
+    def _invoked_arn(self, owner: str, owner_arn: str) -> str:
+        """What a SAM event of ``owner`` invokes: its AutoPublishAlias's ARN, if it has one."""
+        alias = self._resolve_prop(owner, "AutoPublishAlias")
+        return f"{owner_arn}:{scalar_str(alias)}" if alias else owner_arn
 
     def dependencies_of(self, logical_id: str) -> frozenset[str]:
         """The resources ``logical_id`` depends on through DependsOn, transitively."""
@@ -266,13 +276,24 @@ class ResourceBuilders(StackPlanners):
                     raise TemplateError(f"{where}: an Api event needs Path (starting with /) "
                                         "and Method")
                 method = str(method).upper()
+                method = "ANY" if method in ("ANY", "X-AMAZON-APIGATEWAY-ANY-METHOD") else method
+                event_auth = props.get("Auth") or {}
                 self._routes.setdefault(api_id, []).append(RouteSpec(
                     path=path,
-                    method="ANY" if method in ("ANY", "X-AMAZON-APIGATEWAY-ANY-METHOD") else method,
+                    method=method,
                     function_logical_id=owner,
                     event_id=event_id,
-                    auth=(props.get("Auth") or {}).get("Authorizer"),
+                    auth=event_auth.get("Authorizer"),
+                    invoke_role=event_auth.get("InvokeRole"),
                 ))
+                # SAM's <Function><EventId>Permission<Stage>: API Gateway may invoke the
+                # function (its alias) from this method of the API, in any stage.
+                self._add_permission(
+                    f"{owner}{event_id}Permission", self._invoked_arn(owner, owner_arn),
+                    principal="apigateway.amazonaws.com", action="lambda:InvokeFunction",
+                    source_arn=method_source_arn(self.partition, self.region, self.account_id,
+                                                 str(self._planned[api_id].ref), method, path),
+                    generated_by=owner)
 
     def _build_event_rule(
         self, owner: str, owner_arn: str, event_id: str, etype: str, props: dict[str, Any],
@@ -295,6 +316,14 @@ class ResourceBuilders(StackPlanners):
             dlq_arn = queue.attributes["Arn"]
             self.queues[queue_id] = QueueSpec(queue_id, queue.attributes["QueueName"], queue.ref,
                                               dlq_arn, {})
+            # SAM's <Rule>QueuePolicy: EventBridge may send this rule's dead letters.
+            self._add_resource_policy(ResourcePolicySpec(
+                f"{rule.logical_id}QueuePolicy", (dlq_arn,),
+                {"Version": "2012-10-17", "Statement": [{
+                    "Action": "sqs:SendMessage", "Effect": "Allow",
+                    "Principal": {"Service": "events.amazonaws.com"}, "Resource": dlq_arn,
+                    "Condition": {"ArnEquals": {"aws:SourceArn": rule.attributes["Arn"]}}}]},
+                generated_by=owner))
         target_id = (props.get("Target") or {}).get("Id") or f"{owner}{event_id}{target_kind}Target"
         target = TargetSpec(
             id=str(target_id),
@@ -305,6 +334,12 @@ class ResourceBuilders(StackPlanners):
             dead_letter_arn=dlq_arn,
             retry_policy=props.get("RetryPolicy"),
         )
+        if target_kind == "Lambda":
+            # SAM's <Function><EventId>Permission: EventBridge may invoke it for this rule.
+            self._add_permission(
+                f"{owner}{event_id}Permission", owner_arn, principal="events.amazonaws.com",
+                action="lambda:InvokeFunction", source_arn=rule.attributes["Arn"],
+                generated_by=owner)
         enabled = props.get("Enabled", True)
         state = props.get("State") or ("ENABLED" if enabled else "DISABLED")
         self.rules[rule.logical_id] = RuleSpec(

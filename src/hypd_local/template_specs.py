@@ -140,6 +140,14 @@ class FunctionSpec:
     """EventInvokeConfig and DeadLetterQueue: what happens to asynchronous invocations."""
     layer_ids: tuple[str, ...] = ()
     """Logical ids of the template's own layers among ``layers``, in order."""
+    alias: str | None = None
+    """SAM's ``AutoPublishAlias``: the alias its events (and their Lambda permissions) name."""
+
+    @property
+    def invoked_arn(self) -> str:
+        """The ARN its event sources invoke: the alias's when it has one (SAM points every
+        event at the alias), else the function's."""
+        return f"{self.arn}:{self.alias}" if self.alias else self.arn
 
     @property
     def log_group_name(self) -> str:
@@ -303,6 +311,13 @@ class RouteSpec:
     function_logical_id: str
     event_id: str
     auth: str | None = None
+    invoke_role: str | None = None
+    """The event's own ``Auth.InvokeRole``, if any (else the API's)."""
+
+
+CALLER_CREDENTIALS = "CALLER_CREDENTIALS"
+"""``InvokeRole`` for an integration that calls Lambda as the caller (credentials
+``arn:aws:iam::*:user/*`` after the SAM transform)."""
 
 
 @dataclass(frozen=True)
@@ -313,6 +328,9 @@ class ApiSpec:
     routes: tuple[RouteSpec, ...]
     binary_media_types: tuple[str, ...] = ()
     auth: str | None = None
+    invoke_role: str | None = None
+    """``Auth.InvokeRole`` as written: None (SAM's default, CALLER_CREDENTIALS for AWS_IAM),
+    ``CALLER_CREDENTIALS``, ``NONE`` or a role ARN."""
     logs_to_cloudwatch: bool = False
     """The stage writes access or execution logs, which needs the account's CloudWatch role."""
     depends_on: frozenset[str] = frozenset()
@@ -325,3 +343,26 @@ class ApiAccountSpec:
 
     logical_id: str
     cloudwatch_role_arn: str | None
+
+
+@dataclass(frozen=True)
+class ResourcePolicySpec:
+    """A resource-based policy: a queue, topic, bucket or key policy, or a Lambda permission
+    (declared, or implied by a SAM event) rendered as the statement Lambda's GetPolicy shows."""
+
+    logical_id: str
+    resources: tuple[str, ...]
+    """The ARNs it is attached to (a function's or alias's ARN for a permission)."""
+    document: Mapping[str, Any]
+    generated_by: str | None = None
+
+
+@dataclass(frozen=True)
+class AlarmSpec:
+    """A CloudWatch alarm: only what it notifies (the local cloud keeps no metrics)."""
+
+    logical_id: str
+    name: str
+    arn: str
+    actions: tuple[str, ...]
+    """AlarmActions, OKActions and InsufficientDataActions (SNS topic ARNs), in order."""

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from hypd_local.intrinsics import NO_VALUE, Resolver, TemplateError, is_intrinsic, scalar_str
 from hypd_local.partitions import dns_suffix, partition_of
 from hypd_local.template_specs import (
+    AlarmSpec,
     ApiAccountSpec,
     ApiSpec,
     FunctionSpec,
@@ -28,6 +29,7 @@ from hypd_local.template_specs import (
     ManagedPolicySpec,
     QueueSpec,
     Resource,
+    ResourcePolicySpec,
     RoleSpec,
     RouteSpec,
     RuleSpec,
@@ -143,6 +145,8 @@ class StackBase:
         self.apis: dict[str, ApiSpec] = {}
         self.api_accounts: dict[str, ApiAccountSpec] = {}
         self._routes: dict[str, list[RouteSpec]] = {}
+        self.resource_policies: dict[str, ResourcePolicySpec] = {}
+        self.alarms: dict[str, AlarmSpec] = {}
 
         self._load_resources()
         for logical_id in list(self._raw):

@@ -102,7 +102,14 @@ def test_an_undeliverable_event_goes_to_the_targets_dead_letter_queue(
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
         "Attributes"]["QueueArn"]
     rule = f"orphan-{uuid.uuid4().hex[:8]}"
-    events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["fixture.orphan"]}))
+    rule_arn = events.put_rule(Name=rule, EventPattern=json.dumps(
+        {"source": ["fixture.orphan"]}))["RuleArn"]
+    # (SAM's queue policy lets only the listener's rule send; this rule gets its own grant.)
+    sqs.set_queue_attributes(QueueUrl=dlq_url, Attributes={"Policy": json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"},
+            "Action": "sqs:SendMessage", "Resource": dlq_arn,
+            "Condition": {"ArnEquals": {"aws:SourceArn": rule_arn}}}]})})
     missing = "arn:aws:lambda:us-west-2:123456789012:function:no-such-function"
     events.put_targets(Rule=rule, Targets=[
         {"Id": "gone", "Arn": missing, "DeadLetterConfig": {"Arn": dlq_arn}}])
