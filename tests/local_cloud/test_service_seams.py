@@ -36,8 +36,10 @@ def without(logical_id: str) -> Edit:
     return edit
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def automation() -> Iterator[LocalCloud]:
+    # One cloud per test: a process runs one local cloud at a time, and other tests here make
+    # their own from edited templates.
     with running("automation.yaml") as cloud:
         yield cloud
 
