@@ -47,6 +47,28 @@ class ConflictError(ClientRequestError):
     code = "Conflict"
 
 
+class IdempotencyKeyMismatch(ClientRequestError):
+    """An `Idempotency-Key` already used for a different request (method, path, query or
+    body) by the same caller on the same route."""
+
+    status = 422
+    code = "IdempotencyKeyMismatch"
+
+
+class IdempotencyKeyInUse(ClientRequestError):
+    """The first request with this `Idempotency-Key` is still being served: ask again after
+    `retry_after` seconds (429, which EventBridge retries, unlike a 409)."""
+
+    status = 429
+    code = "IdempotencyKeyInUse"
+
+    def __init__(
+        self, message: str, *, retry_after: int, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message, details=details)
+        self.retry_after = retry_after
+
+
 # ---------------------------------------------------------------- retried by the state machines
 class TemporaryError(HypdError):
     """Worth retrying after a delay."""

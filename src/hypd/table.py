@@ -141,7 +141,13 @@ def events_partition(cluster_tag: str | None, kind: str | None) -> tuple[str, st
     return _listing("EVENTS", "T", cluster_tag, kind)
 
 
+def idempotency_key(scope: str) -> dict[str, str]:
+    """The record of one `Idempotency-Key` (hypd.api.idempotency): `scope` is a digest of the
+    caller, the route and the key, so keys of any text make keys of one shape."""
+    return {PK: f"IDEMPOTENCY#{scope}", SK: "IDEMPOTENCY"}
+
+
 TTL_ATTRIBUTE = "expiresAt"
 """The table's time-to-live attribute (epoch seconds): DynamoDB deletes an item some time
-after it. Only recorded events carry it. template.yaml's HypdTable must name it in its
-TimeToLiveSpecification (tests/unit/test_table_layout.py)."""
+after it. Recorded events and idempotency records carry it. template.yaml's HypdTable must
+name it in its TimeToLiveSpecification (tests/unit/test_table_layout.py)."""

@@ -104,7 +104,10 @@ class Api:
     locks: LockStore
 
     def call(self, method: str, path: str, **kwargs: Any) -> Response:
-        raw = self.module.handler(api_event(method, path, **kwargs), FakeLambdaContext("hypd-api"))
+        return self.send(api_event(method, path, **kwargs))
+
+    def send(self, event: dict[str, Any]) -> Response:
+        raw = self.module.handler(event, FakeLambdaContext("hypd-api"))
         headers = {name: values[-1] for name, values in raw["multiValueHeaders"].items()}
         return Response(raw["statusCode"], json.loads(raw["body"]), headers)
 
@@ -151,20 +154,11 @@ def load_api(
     return load_function_module("api")
 
 
-@pytest.fixture
-def api(
-    fresh_imports: None,
-    monkeypatch: pytest.MonkeyPatch,
-    template: dict[str, Any],
-    table: Table,
-    fixed_clock: FakeClock,
-) -> Api:
+def discover_api(monkeypatch: pytest.MonkeyPatch, template: dict[str, Any], table: Table) -> Api:
+    """The API function over `table`, with a do-nothing discover state machine (boto3's
+    default session, as it is when this is called)."""
     sfn = boto3.client("stepfunctions", region_name=REGION)
-    arn = sfn.create_state_machine(
-        name="DiscoverStateMachine-unit",
-        definition=PASS_DEFINITION,
-        roleArn=f"arn:aws:iam::{ACCOUNT}:role/DiscoverStateMachineRole",
-    )["stateMachineArn"]
+    arn = state_machine(sfn, "DiscoverStateMachine-unit")
     return Api(
         module=load_api(monkeypatch, template, table, arn),
         state_machine_arn=arn,
@@ -173,6 +167,17 @@ def api(
         clusters=ClusterStore(table),
         locks=LockStore(table),
     )
+
+
+@pytest.fixture
+def api(
+    fresh_imports: None,
+    monkeypatch: pytest.MonkeyPatch,
+    template: dict[str, Any],
+    table: Table,
+    fixed_clock: FakeClock,
+) -> Api:
+    return discover_api(monkeypatch, template, table)
 
 
 def assert_validation_error(response: Response, field: str) -> None:

@@ -22,6 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hypd.api.context import Scope, serving
 from hypd.api.errors import register_error_handlers
+from hypd.api.idempotency import idempotency
 from hypd.api.resolver import ApiResolver
 
 if TYPE_CHECKING:
@@ -178,5 +179,7 @@ class HypdApp(ApiResolver):
 def build_app(services: Callable[[], ApiServices]) -> HypdApp:
     app = HypdApp(services)
     register_error_handlers(app)
+    # Every route's: a request with an Idempotency-Key answers as its first delivery did.
+    app.use(middlewares=[idempotency])
     return app
 

@@ -15,6 +15,7 @@ from hypd.errors import (
     AwsThrottled,
     ClientRequestError,
     HypdError,
+    IdempotencyKeyInUse,
     TemporaryError,
 )
 
@@ -27,6 +28,10 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
         400: "Bad input; `message` names the field and `details.errors` lists every problem.",
         404: "No such resource.",
         409: "The request conflicts with the current state (e.g. an operation in progress).",
+        422: "IdempotencyKeyMismatch: this Idempotency-Key was already used for a different "
+        "request (method, path, query or body) on this route.",
+        429: "IdempotencyKeyInUse: the first request with this Idempotency-Key is still being "
+        "served; ask again after Retry-After seconds.",
         500: "hypd failed; the operation record (if any) holds the error.",
         503: "AWS throttled hypd or was unavailable; retry later.",
     }.items()
@@ -48,11 +53,19 @@ def accepted_response(description: str) -> OpenAPIResponse:
 
 
 def error_response(
-    status: int, code: str, message: str, details: dict[str, Any] | None = None
+    status: int,
+    code: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    *,
+    retry_after: int | None = None,
 ) -> Response[str]:
+    """The error body of `status`; a 503 says `Retry-After: 5` unless told otherwise."""
     headers: dict[str, str] = {}
-    if status == 503:
-        headers["Retry-After"] = "5"
+    if retry_after is None and status == 503:
+        retry_after = 5
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
@@ -95,7 +108,10 @@ def register_error_handlers(app: APIGatewayRestResolver) -> None:
 
     @app.exception_handler(ClientRequestError)
     def client_error(exc: ClientRequestError) -> Response[str]:
-        return error_response(exc.status, exc.code, exc.message, exc.details)
+        retry_after = exc.retry_after if isinstance(exc, IdempotencyKeyInUse) else None
+        return error_response(
+            exc.status, exc.code, exc.message, exc.details, retry_after=retry_after
+        )
 
     @app.exception_handler(TemporaryError)
     def temporary(exc: TemporaryError) -> Response[str]:

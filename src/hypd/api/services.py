@@ -14,6 +14,7 @@ from hypd.events.store import EventStore
 from hypd.features.state import FeatureClients
 from hypd.health.policy import PolicyStore
 from hypd.health.records import HealthStore
+from hypd.idempotency.store import IdempotencyStore
 from hypd.operations.locks import LockStore
 from hypd.operations.models import OperationKind
 from hypd.operations.starter import Starter
@@ -36,6 +37,8 @@ class ApiServices:
     health: HealthStore | None = None
     policies: PolicyStore | None = None
     events: EventStore | None = None
+    idempotency: IdempotencyStore | None = None
+    """The `Idempotency-Key` records (hypd.api.idempotency)."""
     client: Callable[[str], Any] | None = None
     """A boto3 client per service (the features' reads), made on first use."""
     kubernetes: Callable[[str], Any] | None = None
@@ -81,6 +84,9 @@ class ApiServices:
 
     def event_store(self) -> EventStore:
         return _configured(self.events, "the event store")
+
+    def idempotency_store(self) -> IdempotencyStore:
+        return _configured(self.idempotency, "the idempotency store")
 
 
 S = TypeVar("S")

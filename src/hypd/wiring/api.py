@@ -10,6 +10,7 @@ from hypd.config import ApiSettings
 from hypd.events.store import EventStore
 from hypd.health.policy import PolicyStore
 from hypd.health.records import HealthStore
+from hypd.idempotency.store import IdempotencyStore
 from hypd.kubernetes.client import ClusterAccess
 from hypd.operations.locks import LockStore
 from hypd.operations.store import OperationStore
@@ -31,6 +32,7 @@ def services(settings: ApiSettings) -> ApiServices:
         health=HealthStore(records),
         policies=PolicyStore(records),
         events=EventStore(records),
+        idempotency=IdempotencyStore(records),
         client=lazy,
         kubernetes=ClusterAccess(
             lambda: lazy("eks"), lambda: settings.region
