@@ -10,6 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from hypd.aws.dynamodb import Table
 from hypd.aws.eventbridge import Entry, Refused, put_events
 from hypd.errors import AwsThrottled
 from hypd.events.model import OPERATION_STATE_CHANGE
@@ -98,3 +99,27 @@ def test_the_adapter_sends_one_request_of_json_details_and_returns_refused_entri
     assert refused == [Refused(entries[1], "InternalFailure", "retry")]
     with pytest.raises(ValueError, match="1 to 10 entries, not 11"):
         put_events(events, "default", [*entries, entries[0]])
+
+
+@pytest.mark.usefixtures("fixed_clock")
+def test_the_api_s_idempotency_records_publish_nothing(table: Table) -> None:
+    from hypd.idempotency.models import IdempotentRequest, StoredResponse
+    from hypd.idempotency.store import IdempotencyStore
+
+    # Given the writes of an Idempotency-Key's record, as the store makes them: a claim, the
+    # answer that replaces it, and TTL's removal of the answer
+    store = IdempotencyStore(table)
+    keyed = IdempotentRequest("arn:aws:iam::123456789012:user/a", "POST /clusters/discover",
+                              "k-1", "f-1")
+    claim = store.claim(keyed)
+    assert not isinstance(claim, StoredResponse)
+    (claimed,) = table.query_prefix(f"IDEMPOTENCY#{keyed.scope}", "IDEMPOTENCY")
+    store.complete(claim, StoredResponse(202, '{"operationId":"op-1"}'))
+    (answered,) = table.query_prefix(f"IDEMPOTENCY#{keyed.scope}", "IDEMPOTENCY")
+    records = [record(1, None, claimed), record(2, claimed, answered), record(3, answered, None)]
+    # When the stream delivers them to the publisher
+    bus = FakeBus()
+    answer = publish(records, bus, "hypd")
+    # Then no event is put, and the batch is done
+    assert answer == {"batchItemFailures": []}
+    assert bus.requests == []
