@@ -143,7 +143,7 @@ class ConfirmFeaturesOff:
     the API's order (`FEATURE_NAMES`) joined by commas: ``inferenceOperator``, or
     ``trainingOperator,observability``. Read from the arguments alone, so a refusal needs no
     request, and read as the API reads its body (`FeaturesRequest`), so no spelling the API
-    accepts (``"false"``, a field's Python name) turns a feature off unconfirmed."""
+    accepts (a field's Python name) turns a feature off unconfirmed."""
 
     required: bool = False
     action: str = "turns off"

@@ -626,9 +626,12 @@ async def test_a_destructive_call_without_its_targets_name_as_confirm_is_refused
         # Named in the API's order, however the call orders them.
         ({"observability": {"enabled": False}, "trainingOperator": {"enabled": True},
           "inferenceOperator": {"enabled": False}}, "inferenceOperator,observability"),
-        # Every spelling the API takes for "off" counts.
-        ({"taskGovernance": {"enabled": "false"}}, "taskGovernance"),
-        ({"task_governance": {"enabled": 0}}, "taskGovernance"),
+        # Every spelling the API takes for "off" counts (a field's Python name)...
+        ({"task_governance": {"enabled": False}}, "taskGovernance"),
+        # ...and one it refuses (400 naming the field: a boolean is true or false) changes
+        # nothing, so there is nothing to confirm.
+        ({"taskGovernance": {"enabled": "false"}}, None),
+        ({"taskGovernance": {"enabled": 0}}, None),
     ],
 )
 async def test_features_set_needs_confirm_naming_the_features_it_turns_off(

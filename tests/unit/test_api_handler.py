@@ -376,6 +376,27 @@ def test_a_body_marked_base64_that_is_not_is_400(api: Api) -> None:
     assert_validation_error(api.discover("not base64!", base64_encoded=True), "body")
 
 
+@pytest.mark.parametrize(
+    ("method", "route", "body", "field"),
+    [
+        ("PUT", "/clusters/{tag}/protection", '{"enabled": 0}', "enabled"),
+        ("PUT", "/clusters/{tag}/autoscaling", '{"enabled": 1}', "enabled"),
+        ("PATCH", "/clusters/{tag}/features", '{"trainingOperator": {"enabled": 0}}', "enabled"),
+        ("PATCH", "/clusters/{tag}/features", '{"observability": {"logging": "true"}}', "logging"),
+    ],
+)
+def test_a_boolean_field_takes_only_true_or_false(
+    api: Api, method: str, route: str, body: str, field: str
+) -> None:
+    # When a body gives 0, 1 or "true" where the document says boolean
+    response = api.call(
+        method, route.replace("{tag}", "train"), resource=route,
+        path_parameters={"tag": "train"}, body=body,
+    )
+    # Then 400 naming the field, not a change read as false or true
+    assert_validation_error(response, field)
+
+
 def test_an_unknown_query_parameter_is_400_naming_it(api: Api) -> None:
     # When a filter is misspelt
     response = api.call("GET", "/operations", query={"clustertag": "train"})

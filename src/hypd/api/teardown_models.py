@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictBool
 
 from hypd.api.models import ApiModel
 
@@ -46,7 +46,7 @@ class TeardownPlan(ApiModel):
 class ProtectionRequest(ApiModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
-    enabled: bool = Field(description="Refuse DELETE /clusters/{tag} while true.")
+    enabled: StrictBool = Field(description="Refuse DELETE /clusters/{tag} while true.")
 
 
 class ProtectionView(ApiModel):

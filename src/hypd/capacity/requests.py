@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from hypd.catalog.instance_types import ZONE_NAME_PATTERN
 from hypd.catalog.models import TrainingPlan, plan_available
@@ -136,8 +136,8 @@ class UpdateInstanceGroupRequest(_Model):
     instance_type: str | None = _immutable("instanceType")
     capacity: Capacity | None = _immutable("capacity")
     deep_health_checks: list[DeepHealthCheck] | None = _immutable("deepHealthChecks")
-    efa_only: bool | None = _immutable("efaOnly")
-    dedicated_subnet: bool | None = _immutable("dedicatedSubnet")
+    efa_only: StrictBool | None = _immutable("efaOnly")
+    dedicated_subnet: StrictBool | None = _immutable("dedicatedSubnet")
     availability_zone: str | None = _immutable("availabilityZone")
     execution_role: str | None = _immutable("executionRole")
     threads_per_core: int | None = _immutable("threadsPerCore")
@@ -295,7 +295,7 @@ class AutoscalingRequest(_Model):
     """The body of ``PUT /clusters/{tag}/autoscaling``. Only the fields sent are acted on:
     omitted ones keep their current value (or the default on a first enable)."""
 
-    enabled: bool = Field(description="Managed Karpenter autoscaling on or off.")
+    enabled: StrictBool = Field(description="Managed Karpenter autoscaling on or off.")
     instance_groups: list[str] | None = Field(
         default=None,
         alias="instanceGroups",

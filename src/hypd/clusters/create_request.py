@@ -31,6 +31,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -339,7 +340,7 @@ class InstanceGroupRequest(_Model):
         ),
         json_schema_extra=CREATE_TIME_ONLY,
     )
-    efa_only: bool = Field(
+    efa_only: StrictBool = Field(
         default=False,
         alias="efaOnly",
         description=(
@@ -348,7 +349,7 @@ class InstanceGroupRequest(_Model):
         ),
         json_schema_extra=CREATE_TIME_ONLY,
     )
-    dedicated_subnet: bool = Field(
+    dedicated_subnet: StrictBool = Field(
         default=False,
         alias="dedicatedSubnet",
         description=(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 FEATURE_NAMES = (
     "trainingOperator",
@@ -38,7 +38,7 @@ class _Model(BaseModel):
 
 
 class _Feature(_Model):
-    enabled: bool | None = Field(
+    enabled: StrictBool | None = Field(
         default=None,
         description="Turn the feature on (true) or off (false); omit to keep it as it is and "
         "change only the settings sent.",
@@ -129,7 +129,9 @@ class ObservabilityRequest(_Feature):
     Managed Prometheus workspace, a pod identity for its collector, then the add-on."""
 
     metrics: ObservabilityMetrics | None = None
-    logging: bool | None = Field(default=None, description="Ship container logs to CloudWatch.")
+    logging: StrictBool | None = Field(
+        default=None, description="Ship container logs to CloudWatch."
+    )
     amp_workspace_arn: str | None = Field(
         default=None,
         alias="ampWorkspaceArn",
@@ -151,8 +153,8 @@ class TaskGovernanceRequest(_Feature):
     priority_classes: list[PriorityClass] | None = Field(
         default=None, alias="priorityClasses", max_length=17
     )
-    fair_share: bool | None = Field(default=None, alias="fairShare")
-    idle_resource_sharing: bool | None = Field(default=None, alias="idleResourceSharing")
+    fair_share: StrictBool | None = Field(default=None, alias="fairShare")
+    idle_resource_sharing: StrictBool | None = Field(default=None, alias="idleResourceSharing")
 
     @model_validator(mode="after")
     def _unique_classes(self) -> Self:
@@ -237,7 +239,9 @@ class TeamRequest(_Model):
     preempt_team_tasks: PreemptTeamTasks = Field(
         default=PreemptTeamTasks.LOWER_PRIORITY, alias="preemptTeamTasks"
     )
-    active: bool = Field(default=True, description="ActivationState Enabled (true) or Disabled.")
+    active: StrictBool = Field(
+        default=True, description="ActivationState Enabled (true) or Disabled."
+    )
 
     @model_validator(mode="after")
     def _unique_types(self) -> Self:

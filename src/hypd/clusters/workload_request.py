@@ -11,7 +11,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
 from hypd.clusters.feature_request import PRIORITY_CLASS_PATTERN, TEAM_NAME_PATTERN
 
@@ -57,7 +65,7 @@ class Volume(_Model):
         "namespace default).",
     )
     mount_path: str = Field(alias="mountPath", pattern=MOUNT_PATH_PATTERN, max_length=1024)
-    read_only: bool = Field(default=False, alias="readOnly")
+    read_only: StrictBool = Field(default=False, alias="readOnly")
 
 
 class TrainingJobRequest(_Model):
@@ -119,7 +127,7 @@ class JumpStart(_Model):
     model_id: str = Field(alias="modelId", pattern=MODEL_ID_PATTERN, max_length=63)
     model_version: str | None = Field(default=None, alias="modelVersion",
                                       pattern=MODEL_VERSION_PATTERN)
-    accept_eula: bool = Field(
+    accept_eula: StrictBool = Field(
         alias="acceptEula",
         description="Accept the model's end-user license (gated models need true).",
     )
