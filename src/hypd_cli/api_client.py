@@ -383,10 +383,11 @@ class ApiClient:
         *,
         query: Mapping[str, Any] | None = None,
         data: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> RawAnswer:
         """One request as it is (signed when the client signs), and the API's answer as it
         is, error statuses included: what a proxy forwards (the web console's). ``data`` is
-        sent as the JSON body.
+        sent as the JSON body; ``headers`` are added (an ``Idempotency-Key``, say).
 
         Raises:
             ApiUnreachable: no HTTP answer.
@@ -397,13 +398,13 @@ class ApiClient:
         if params:
             # RFC 3986 encoding (%20, not +): what SigV4's canonical query string expects.
             url += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote, safe="-_.~")
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        sent = {"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
         if data is not None:
-            headers["Content-Type"] = "application/json"
+            sent["Content-Type"] = "application/json"
         if self.signer is not None:
-            headers = self.signer.sign(method, url, headers, data)
+            sent = self.signer.sign(method, url, sent, data)
         request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
-            url, data=data, method=method, headers=headers
+            url, data=data, method=method, headers=sent
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310

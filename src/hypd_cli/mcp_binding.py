@@ -19,6 +19,9 @@ from hypd_cli.mcp_tools import _PARAMETER_HINTS, TOOL_SPECS, WAIT_SECONDS_SCHEMA
 OPENAPI_FILE = "openapi.json"
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options"})
 _COMPONENT_REF = re.compile(r"^#/components/schemas/(?P<name>[^/]+)$")
+CLIENT_HEADERS = frozenset({"Idempotency-Key"})
+"""Headers a route documents that are the HTTP client's to send, not a tool's inputs (a
+tool call is one request; a repeat of it is the agent's choice, as a new call)."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,8 @@ def _parameters_schema(
     properties: dict[str, Any] = {}
     required: list[str] = []
     for parameter in parameters:
+        if parameter["in"] == "header" and parameter["name"] in CLIENT_HEADERS:
+            continue
         if parameter["in"] not in ("path", "query"):
             raise ValueError(f"parameter {parameter['name']} in {parameter['in']} is not supported")
         name = parameter["name"]

@@ -156,6 +156,7 @@ def _offending_field(case: Case[Any]) -> str | None:
     if data.parameter and data.parameter_location in (
         ParameterLocation.PATH,
         ParameterLocation.QUERY,
+        ParameterLocation.HEADER,  # Idempotency-Key, the one header a route documents
     ):
         return data.parameter
     return None

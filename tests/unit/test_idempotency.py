@@ -367,6 +367,15 @@ def test_a_malformed_key_is_400_naming_the_header(
     assert api.executions() == []
 
 
+def test_a_malformed_key_is_named_even_when_the_body_is_wrong_too(api: Api) -> None:
+    # When a request with a malformed key also has a body its route refuses
+    refused = api.keyed_discover(" padded", '{"clusterNames": []}')
+    # Then the 400 names the header: it is checked before the body
+    assert refused.status == 400, refused.body
+    assert "Idempotency-Key" in refused.body["message"]
+    assert api.executions() == []
+
+
 def test_a_key_of_255_printable_characters_is_taken(api: Api) -> None:
     assert api.keyed_discover("~ " * 127 + "!").status == 202
 

@@ -12,6 +12,7 @@ import pytest
 from tests.unit.support import ROOT
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
+MUTATING = {"post", "put", "patch", "delete"}
 
 
 @pytest.fixture
@@ -75,7 +76,8 @@ def test_every_operation_documents_its_errors_with_the_shared_body(rendered: str
     for path, item in document["paths"].items():
         for method, operation in item.items():
             responses = operation["responses"]
-            assert "422" not in responses, f"{method} {path}"
+            # Validation errors are 400s: a 422 is only the mismatch of an Idempotency-Key.
+            assert ("422" in responses) is (method in MUTATING), f"{method} {path}"
             for status in ("400", "500"):
                 schema = responses[status]["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/ErrorBody"}, f"{method} {path}"
@@ -109,3 +111,34 @@ def test_every_route_that_calls_aws_documents_503(rendered: str) -> None:
         for method, operation in item.items():
             documents_503 = "503" in operation["responses"]
             assert documents_503 is (operation["operationId"] not in static), (method, path)
+
+
+def test_every_mutating_operation_takes_an_idempotency_key_and_documents_its_answers(
+    rendered: str,
+) -> None:
+    from hypd.api.idempotency import KEY_PATTERN, MAX_KEY_LENGTH
+
+    document = json.loads(rendered)
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            headers = {p["name"]: p for p in operation.get("parameters", []) if p["in"] == "header"}
+            if method not in MUTATING:
+                assert headers == {}, (method, path)
+                continue
+            # The header, optional, with the limits the middleware enforces
+            key = headers["Idempotency-Key"]
+            assert key["required"] is False
+            assert key["schema"] == {
+                "type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH,
+                "pattern": KEY_PATTERN,
+            }
+            # A mismatch and a request still being served, with the shared error body
+            responses = operation["responses"]
+            for status in ("422", "429"):
+                schema = responses[status]["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (method, path)
+            assert "Retry-After" in responses["429"]["headers"]
+            # and every success may be a replay, marked so
+            for status, response in responses.items():
+                if status.startswith("2"):
+                    assert "Idempotent-Replayed" in response["headers"], (method, path, status)

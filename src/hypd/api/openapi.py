@@ -13,6 +13,13 @@ from typing import Any
 from hypd import __version__
 from hypd.api.app import HypdApp, build_app
 from hypd.api.errors import ERROR_RESPONSES
+from hypd.api.idempotency import (
+    HEADER,
+    KEY_PATTERN,
+    MAX_KEY_LENGTH,
+    MUTATING_METHODS,
+    REPLAYED_HEADER,
+)
 from hypd.api.models import (
     AutoscalingUnchanged,
     ErrorBody,
@@ -43,13 +50,15 @@ def openapi_document(app: HypdApp) -> dict[str, Any]:
             schemas.setdefault(name, nested)
         schemas.setdefault(model.__name__, schema)
     for path_item in document.get("paths", {}).values():
-        for operation in path_item.values():
+        for method, operation in path_item.items():
             for parameter in operation.get("parameters", []):
                 parameter["schema"] = _present_value(parameter["schema"])
             responses = operation.setdefault("responses", {})
             # Validation errors are answered with 400 and ErrorBody, never Powertools' 422.
             responses.pop("422", None)
             responses.setdefault("500", dict(ERROR_RESPONSES[500]))
+            if method.upper() in MUTATING_METHODS:
+                _document_idempotency(operation)
     for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(unused, None)
     document["security"] = [{"sigv4": []}]
@@ -60,6 +69,48 @@ def openapi_document(app: HypdApp) -> dict[str, Any]:
         "x-amazon-apigateway-authtype": "awsSigv4",
     }
     return document
+
+
+IDEMPOTENCY_KEY_PARAMETER: dict[str, Any] = {
+    "name": HEADER,
+    "in": "header",
+    "required": False,
+    "description": (
+        "Any unique text of your choosing (a UUID, or an event's id): a repeat of this request "
+        "with the same key within 24 hours runs nothing and gets the first answer again, marked "
+        f"`{REPLAYED_HEADER}: true`. The same key for another method, path, query or body is "
+        "422; while the first is still being served, 429 with Retry-After. A 5xx answer is not "
+        "kept (a repeat runs again). Keys are the caller's own, per route (docs/api.md)."
+    ),
+    "schema": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_KEY_LENGTH,
+        "pattern": KEY_PATTERN,
+    },
+}
+
+_REPLAYED = {
+    "description": "`true` when this is the answer to an earlier request with the same "
+    "Idempotency-Key, sent again; absent on a first answer.",
+    "schema": {"type": "string", "enum": ["true"]},
+}
+_RETRY_AFTER = {
+    "description": "Seconds to wait before asking again.",
+    "schema": {"type": "integer", "minimum": 1},
+}
+
+
+def _document_idempotency(operation: dict[str, Any]) -> None:
+    """A mutating route's `Idempotency-Key` (hypd.api.idempotency): the header, the replay's
+    mark on its answers, and the 422 and 429 it may answer."""
+    operation.setdefault("parameters", []).append(dict(IDEMPOTENCY_KEY_PARAMETER))
+    responses = operation["responses"]
+    for status, response in responses.items():
+        if status.startswith(("2", "4")):
+            response.setdefault("headers", {})[REPLAYED_HEADER] = dict(_REPLAYED)
+    responses["422"] = dict(ERROR_RESPONSES[422])
+    responses["429"] = {**ERROR_RESPONSES[429], "headers": {"Retry-After": dict(_RETRY_AFTER)}}
 
 
 def _present_value(schema: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,8 @@ field. What it does not judge, or crashes on, `RequestValidation` judges, once f
   `MAX_INTEGER_DIGITS` digits, nesting the parser can follow;
 - its shape: every body of this API is a JSON object; Powertools would otherwise take the
   first item of an array as the body (its form-field rule).
+- on a mutating route, the `Idempotency-Key` header (`hypd.api.idempotency.read_key`), before
+  anything else.
 
 Each problem is a `RequestValidationError` whose error names the field (`body`, the header
 `Content-Type`, or the query parameter), so it reaches the client like any validation error.
@@ -43,6 +45,8 @@ from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.types import EventHandlerInstance
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+
+from hypd.api.idempotency import MUTATING_METHODS, read_key
 
 JSON_MEDIA_TYPE = "application/json"
 MAX_INTEGER_DIGITS = 30
@@ -158,6 +162,10 @@ class RequestValidation(OpenAPIRequestValidationMiddleware):
         # Powertools' stand-in route for "no route matched" takes no parameters, and its 404
         # says more than any parameter could.
         registered = route in (*app._static_routes, *app._dynamic_routes)
+        if registered and route.method.upper() in MUTATING_METHODS:
+            # A malformed Idempotency-Key is refused first, whatever else the request holds:
+            # its sender meant the request to be safe to repeat, and it would not be.
+            read_key(app.current_event.raw_event)
         if unknown and registered:
             takes = ", ".join(sorted(known)) or "none"
             raise RequestValidationError(
