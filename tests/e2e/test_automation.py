@@ -89,6 +89,33 @@ def test_the_schedules_scale_the_group_down_at_night_and_up_in_the_morning(
     assert cloud.delivery.failures == []
 
 
+def dead_letters(cloud: LocalCloud) -> list[dict[str, Any]]:
+    sqs = cloud.client("sqs")
+    return sqs.receive_message(QueueUrl=cloud.resources["OperationEventsDeadLetterQueue"],
+                               MaxNumberOfMessages=10).get("Messages", [])
+
+
+def test_a_scale_answered_after_five_seconds_is_one_operation_and_no_dead_letter(
+        scaled: tuple[LocalCloud, ApiClient]) -> None:
+    cloud, api = scaled
+    assert follow(api, cloud, create(api, cloud), timeout=240)["status"] == "SUCCEEDED"
+    cloud.wait_for_executions()
+    # Given the API's answer to the nightly scale-down arrives 6 s late (EventBridge waits 5)
+    cloud.api_front.slow_answers("PATCH", "/clusters/e2e/instance-groups/gpu", 6)
+
+    cloud.clock.advance_to(datetime(2026, 12, 7, 19, 0, tzinfo=UTC))
+    cloud.wait_for_executions(timeout=120)
+
+    # Then EventBridge sent the command twice, and the second answer was the first one's: one
+    # scale operation, a 202, nothing failed and no dead letter (a 409 before the key)
+    (delivered,) = [d for d in cloud.delivery.delivered if "instance-groups" in d.target_arn]
+    assert (delivered.status, delivered.attempts) == (202, 2)
+    (down,) = scale_operations(api)
+    assert down["status"] == "SUCCEEDED", down
+    assert cloud.delivery.failures == []
+    assert dead_letters(cloud) == []
+
+
 @pytest.fixture
 def retrying() -> Iterator[tuple[LocalCloud, ApiClient]]:
     yield from running(RetryThrottledOperations="1")
@@ -119,6 +146,26 @@ def test_a_throttled_failure_is_retried_once_and_no_more(
     cloud.faults.clear()
     api.post(f"/operations/{operation_id}/retry")
     assert follow(api, cloud, operation_id, timeout=240)["status"] == "SUCCEEDED"
+
+
+def test_an_automated_retry_answered_after_five_seconds_is_one_retry(
+        retrying: tuple[LocalCloud, ApiClient]) -> None:
+    cloud, api = retrying
+    # Given EKS throttles CreateCluster until the create fails (the eks stage's own retries
+    # make 28 calls), and the API answers the rule's retry 6 s late
+    cloud.faults.fail("eks", "CreateCluster", code="ThrottlingException", times=28)
+    cloud.api_front.slow_answers("POST", "/operations/*/retry", 6)
+    operation_id = create(api, cloud)
+    cloud.wait_for_executions(timeout=240)
+
+    # Then EventBridge sent the retry twice; the second got the first's answer: one retry, and
+    # the operation completed
+    operation = api.get(f"/operations/{operation_id}")
+    assert operation["status"] == "SUCCEEDED", operation
+    assert len(operation["retries"]) == 1
+    (delivered,) = [d for d in cloud.delivery.delivered if "/retry" in d.target_arn]
+    assert (delivered.status, delivered.attempts) == (202, 2)
+    assert cloud.delivery.failures == []
 
 
 def test_a_permanent_failure_is_not_retried_by_the_rule(
