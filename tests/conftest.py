@@ -20,7 +20,8 @@ def cloud(request: pytest.FixtureRequest) -> Iterator[object]:
     Its virtual clock ticks with real time, unless the test is marked `frozen_clock`: then
     it moves only when something advances it (Wait states, back-off, task-token waits,
     `cloud.clock.advance`), so a test may compare virtual durations exactly, however long
-    the machine takes meanwhile.
+    the machine takes meanwhile. A test marked `function_concurrency(n)` gets n execution
+    environments per function (two requests served at once), instead of one.
     """
     from hypd_cli.local import local_parameters
     from hypd_local import LocalCloud
@@ -28,7 +29,9 @@ def cloud(request: pytest.FixtureRequest) -> Iterator[object]:
 
     template = ROOT / "template.yaml"
     clock = VirtualClock(ticking=request.node.get_closest_marker("frozen_clock") is None)
-    with LocalCloud(template, parameters=local_parameters(template), clock=clock) as running:
+    environments = request.node.get_closest_marker("function_concurrency")
+    with LocalCloud(template, parameters=local_parameters(template), clock=clock,
+                    function_concurrency=environments.args[0] if environments else 1) as running:
         yield running
         running.wait_for_executions(timeout=60)
         # What hypd published matches what its records say (tests/published_events.py).

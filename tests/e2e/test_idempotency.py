@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from hypd_cli.api_client import ApiClient, RawAnswer
-from hypd_cli.demo import demo_request
+from hypd_cli.demo import demo_request, follow
 from hypd_local.seed import seed_clusters
-from tests.e2e.test_create_pipeline import BUCKET
+from tests.e2e.test_create_pipeline import BUCKET, create
 from tests.support import fail_calls
 
 KEY = "5b3c0a52-7d0e-4d8e-9a0f-2f4c9e1d7a61"
@@ -114,3 +114,35 @@ def test_while_a_discover_runs_its_key_replays_another_body_is_422_and_no_key_is
         cloud.wait_for_executions(timeout=60)
     # Then one discover ran
     assert operations(api, "discover") == [json.loads(first.body)["operationId"]]
+
+
+@pytest.mark.function_concurrency(2)  # as Lambda would, a second environment serves the repeat
+def test_a_scale_repeated_while_the_first_is_served_is_429_then_gets_the_first_answer(
+    cloud: Any, api: ApiClient
+) -> None:
+    # Given a cluster, and a scale sent with a key that is still being served (held in its
+    # read of the live cluster, as a slow first delivery EventBridge gave up on after 5 s is)
+    assert follow(api, cloud, create(api, cloud), timeout=240)["status"] == "SUCCEEDED"
+    cloud.wait_for_executions()
+    path, body = "/clusters/e2e/instance-groups/gpu", {"count": 0}
+    held, entered = threading.Event(), threading.Event()
+    answers: list[RawAnswer] = []
+    with fail_calls(cloud, "sagemaker", "describe_cluster", None, times=1, block=held,
+                    entered=entered):
+        first = threading.Thread(target=lambda: answers.append(keyed(api, "PATCH", path, body,
+                                                                     KEY)))
+        first.start()
+        assert entered.wait(timeout=60)
+        # When it is sent again meanwhile
+        busy = keyed(api, "PATCH", path, body, KEY)
+        held.set()
+        first.join(timeout=60)
+    # Then 429 (which EventBridge retries, unlike a 409) saying when to ask again
+    assert busy.status == 429, busy.body
+    assert json.loads(busy.body)["code"] == "IdempotencyKeyInUse"
+    assert 1 <= int(busy.headers["Retry-After"]) <= 5
+    # And once the first has answered, the repeat gets its answer: one scale operation
+    (answer,) = answers
+    assert answer.status == 202, answer.body
+    assert_replayed(keyed(api, "PATCH", path, body, KEY), answer)
+    assert operations(api, "update-instance-group") == [json.loads(answer.body)["operationId"]]
