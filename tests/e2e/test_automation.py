@@ -91,8 +91,10 @@ def test_the_schedules_scale_the_group_down_at_night_and_up_in_the_morning(
 
 def dead_letters(cloud: LocalCloud) -> list[dict[str, Any]]:
     sqs = cloud.client("sqs")
-    return sqs.receive_message(QueueUrl=cloud.resources["OperationEventsDeadLetterQueue"],
-                               MaxNumberOfMessages=10).get("Messages", [])
+    messages: list[dict[str, Any]] = sqs.receive_message(
+        QueueUrl=cloud.resources["OperationEventsDeadLetterQueue"], MaxNumberOfMessages=10
+    ).get("Messages", [])
+    return messages
 
 
 def test_a_scale_answered_after_five_seconds_is_one_operation_and_no_dead_letter(
