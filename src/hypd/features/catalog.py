@@ -131,6 +131,7 @@ INFERENCE_OPERATOR = Feature(
             "alb",
             Trust.IRSA,
             service_accounts=(f"{INFERENCE_NAMESPACE}:aws-load-balancer-controller",),
+            inline="aws-load-balancer-controller",
         ),
         FeatureRole(
             "inference-keda",

@@ -4,7 +4,8 @@ documented (../shared/docs/FEATURES-FACTS.md), and `ensure_role` / `remove_role`
 Each role is the cluster's own (``hypd-{tag}-{key}`` under path ``/hypd/``): an IRSA trust names
 the cluster's OIDC provider, the observability trust its EKS cluster. Every role is created with
 the deployment's FeatureRoleBoundary, and gets only its feature's AWS managed policies and its
-one documented inline policy.
+one documented inline policy (the load balancer controller's: the one its project publishes,
+`hypd.features.load_balancer_controller`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from hypd.aws import iam as iam_api
 from hypd.clusters.models import HYPD_TAG_KEY
+from hypd.features import load_balancer_controller
 from hypd.features.catalog import FeatureRole, Trust, role_name
 
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
@@ -113,6 +115,9 @@ def inline_policy(role: FeatureRole, ctx: RoleContext) -> dict[str, Any] | None:
                         "logs:DescribeLogStreams"],
              "Resource": f"arn:{p}:logs:{r}:{a}:log-group:/aws/sagemaker/Clusters/*"},
         ]
+    elif role.inline == load_balancer_controller.POLICY_NAME:
+        # The controller's documented policy, unchanged but for the partition.
+        return load_balancer_controller.policy(p)
     else:
         return None
     return {"Version": "2012-10-17", "Statement": statements}
