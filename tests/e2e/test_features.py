@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from hypd.features import load_balancer_controller
 from hypd_cli.api_client import ApiClient
 from tests.e2e.capacity import CLUSTER, TAG, created_cluster, run, stages
 
@@ -177,6 +178,31 @@ def test_a_shared_prerequisite_stays_while_another_feature_needs_it(
     assert "aws-mountpoint-s3-csi-driver" in last["addons"]  # the cluster's storage driver
     assert last["oidc"] == []
     assert last["roles"] == []
+
+
+def test_the_inference_operators_load_balancer_controller_gets_its_published_policy(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    apply(api, cloud, inferenceOperator=ON["inferenceOperator"])
+    iam, name = cloud.client("iam"), f"hypd-{TAG}-inference-alb"
+    role = iam.get_role(RoleName=name)["Role"]
+    assert role["Path"] == "/hypd/"
+    assert role["PermissionsBoundary"] == {
+        "PermissionsBoundaryType": "PermissionsBoundaryPolicy",
+        "PermissionsBoundaryArn": cloud.resources["FeatureRoleBoundary"]}
+    # The controller's documented policy, as its project publishes it, inline and alone.
+    assert iam.list_role_policies(RoleName=name)["PolicyNames"] == [
+        load_balancer_controller.POLICY_NAME]
+    assert iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"] == []
+    written = iam.get_role_policy(RoleName=name, PolicyName=load_balancer_controller.POLICY_NAME)
+    assert written["PolicyDocument"] == load_balancer_controller.policy("aws")
+    # It is the role the add-on gives the controller's service account.
+    config = world(cloud)["addons"][INFERENCE]["configuration"]
+    assert config["alb"]["serviceAccount"]["roleArn"] == role["Arn"]
+    # Off again: the role goes with its policy.
+    apply(api, cloud, inferenceOperator={"enabled": False})
+    assert name not in {r["RoleName"] for r in iam.list_roles()["Roles"]}
 
 
 def test_tiered_checkpointing_is_read_back_from_describe_cluster(
