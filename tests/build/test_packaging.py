@@ -2,7 +2,7 @@
 local cloud (src/hypd_local) and the CLI's local commands import is a dependency of hypd or of
 its `local` extra (pyproject.toml), moto exactly at the version requirements/dev.txt pins, and
 the CLI's own list of the extra's modules (its "install hypd[local]" check) is complete; the
-wheel carries the web console's page."""
+wheel carries the web console's page and the features' vendored IAM policies."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 
 from hypd_cli.local import LOCAL_COMMAND_MODULES, LOCAL_EXTRA_MODULES
@@ -131,9 +132,11 @@ def test_every_floor_admits_the_pinned_version() -> None:
         assert requirement.specifier.contains(pins[name]), (name, str(requirement), pins[name])
 
 
-def test_the_wheel_carries_the_web_consoles_assets(tmp_path: Path) -> None:
-    # `hypd console` serves its page from the package: a wheel without the files serves 404s.
-    # Built from a copy of the sources (setuptools writes build/ and *.egg-info beside them).
+@pytest.fixture(scope="module")
+def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The names in a wheel built from a copy of the sources (setuptools writes build/ and
+    *.egg-info beside them)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     project = tmp_path / "project"
     shutil.copytree(SRC, project / "src", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", project)
@@ -145,9 +148,22 @@ def test_the_wheel_carries_the_web_consoles_assets(tmp_path: Path) -> None:
     )
     (wheel,) = (tmp_path / "dist").glob("hypd-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        shipped = {name for name in archive.namelist() if "/console_assets/" in name}
+        return set(archive.namelist())
+
+
+def test_the_wheel_carries_the_web_consoles_assets(wheel_files: set[str]) -> None:
+    # `hypd console` serves its page from the package: a wheel without the files serves 404s.
+    shipped = {name for name in wheel_files if "/console_assets/" in name}
 
     assets = SRC / "hypd_cli" / "console_assets"
     expected = {f"hypd_cli/console_assets/{p.name}" for p in assets.iterdir() if p.is_file()}
     assert {"hypd_cli/console_assets/index.html", "hypd_cli/console_assets/app.js"} <= expected
     assert shipped == expected
+
+
+def test_the_wheel_carries_the_features_vendored_policies(wheel_files: set[str]) -> None:
+    # The inference ALB role's policy is read from the package: without it the feature fails.
+    policies = SRC / "hypd" / "features" / "policies"
+    expected = {f"hypd/features/policies/{p.name}" for p in policies.iterdir() if p.is_file()}
+    assert "hypd/features/policies/aws-load-balancer-controller.json" in expected
+    assert {n for n in wheel_files if n.startswith("hypd/features/policies/")} == expected
