@@ -93,7 +93,10 @@ def describe_plan(plan: Mapping[str, Any], ctx: Context | None = None) -> str:
 
 
 def show_plan(ctx: Context) -> int:
-    plan = ctx.client.get_teardown_plan(ctx.args.tag, force=ctx.args.force)
+    try:
+        plan = ctx.client.get_teardown_plan(ctx.args.tag, force=ctx.args.force)
+    except ApiError as exc:  # a DELETED cluster has no plan: its 409 says what the tag allows
+        return refused(ctx, exc)
     if ctx.json:
         print_json(ctx, plan)
     else:
@@ -128,9 +131,9 @@ def blocker_hint(ctx: Context, tag: str, blocker: Mapping[str, Any]) -> str | No
 
 
 def refused(ctx: Context, exc: ApiError) -> int:
-    """The API's refusal of a teardown or a protection change, with the command that clears
-    each reason it gave (every blocker of a refused DELETE); any other error goes to the usual
-    reporting."""
+    """The API's refusal of a teardown, its plan or a protection change, with the command that
+    clears each reason it gave (every blocker of a refused DELETE); any other error goes to the
+    usual reporting."""
     reasons = exc.details.get("blockers") or [
         {"code": exc.code, "message": exc.message, "details": exc.details}]
     hints = [hint for reason in reasons if (hint := blocker_hint(ctx, ctx.args.tag, reason))]

@@ -142,3 +142,18 @@ def test_every_mutating_operation_takes_an_idempotency_key_and_documents_its_ans
             for status, response in responses.items():
                 if status.startswith("2"):
                     assert "Idempotent-Replayed" in response["headers"], (method, path, status)
+
+
+def test_every_route_a_deleted_cluster_refuses_documents_its_409(rendered: str) -> None:
+    # hypd.api.deleted_clusters answers 409 ClusterDeleted on every /clusters/{tag}/... route
+    # but the reads of hypd's own records
+    document = json.loads(rendered)
+    record_reads = {"getHealthPolicy", "getNodeHealth"}
+    for path, item in document["paths"].items():
+        if not path.startswith("/clusters/{tag}/"):
+            continue
+        for method, operation in item.items():
+            refuses = operation["operationId"] not in record_reads
+            assert refuses is ("409" in operation["responses"]), (method, path)
+    assert "ClusterDeleted" in document["paths"]["/clusters/{tag}/nodes"]["get"]["responses"][
+        "409"]["description"]

@@ -27,7 +27,8 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
     for status, description in {
         400: "Bad input; `message` names the field and `details.errors` lists every problem.",
         404: "No such resource.",
-        409: "The request conflicts with the current state (e.g. an operation in progress).",
+        409: "The request conflicts with the current state (e.g. an operation in progress; "
+        "ClusterDeleted: the cluster was torn down, its record is all that is left).",
         422: "IdempotencyKeyMismatch: this Idempotency-Key was already used for a different "
         "request (method, path, query or body) on this route.",
         429: "IdempotencyKeyInUse: the first request with this Idempotency-Key is still being "

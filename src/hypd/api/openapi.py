@@ -6,12 +6,14 @@ tests/unit/test_openapi.py fails when the committed document is stale.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from hypd import __version__
 from hypd.api.app import HypdApp, build_app
+from hypd.api.deleted_clusters import guarded
 from hypd.api.errors import ERROR_RESPONSES
 from hypd.api.idempotency import (
     HEADER,
@@ -32,6 +34,7 @@ DESCRIPTION = (
     "A serverless control plane for Amazon SageMaker HyperPod on EKS. Every route needs "
     "AWS_IAM (SigV4) authorization. Long-running actions answer 202 with an operation id."
 )
+_PATH_PARAMETER = re.compile(r"\{(\w+)\}")
 
 
 def openapi_document(app: HypdApp) -> dict[str, Any]:
@@ -49,7 +52,8 @@ def openapi_document(app: HypdApp) -> dict[str, Any]:
         for name, nested in schema.pop("$defs", {}).items():
             schemas.setdefault(name, nested)
         schemas.setdefault(model.__name__, schema)
-    for path_item in document.get("paths", {}).values():
+    for path, path_item in document.get("paths", {}).items():
+        rule = _PATH_PARAMETER.sub(r"<\1>", path)
         for method, operation in path_item.items():
             for parameter in operation.get("parameters", []):
                 parameter["schema"] = _present_value(parameter["schema"])
@@ -57,6 +61,8 @@ def openapi_document(app: HypdApp) -> dict[str, Any]:
             # Validation errors are answered with 400 and ErrorBody, never Powertools' 422.
             responses.pop("422", None)
             responses.setdefault("500", dict(ERROR_RESPONSES[500]))
+            if guarded(method, rule):  # a DELETED cluster's 409 ClusterDeleted
+                responses.setdefault("409", dict(ERROR_RESPONSES[409]))
             if method.upper() in MUTATING_METHODS:
                 _document_idempotency(operation)
     for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):

@@ -55,7 +55,8 @@ def running_operation(tag: str) -> dict[str, Any] | None:
         "DELETE /clusters/{tag} deletes, each with its ARN or name; kept, what it leaves and "
         "why (the user's bucket, anything hypd did not create); blockers, what refuses the "
         "deletion now (deletion protection, running workloads unless force, a discovered "
-        "cluster, an operation in progress, a cluster deleted or being deleted)."
+        "cluster, an operation in progress, a cluster being deleted). A DELETED cluster has "
+        "nothing left to plan: 409 ClusterDeleted, as on every /clusters/{tag}/... route."
     ),
     tags=TAGS,
     responses={200: json_response("TeardownPlan", "The plan."),

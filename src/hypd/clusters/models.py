@@ -140,18 +140,27 @@ def deletion_refusal(cluster: Cluster | None) -> ClusterDeleting | ClusterDelete
     deleted (DELETING: the teardown running, or failed and resumable) or was deleted."""
     if cluster is None or cluster.status not in (ClusterStatus.DELETING, ClusterStatus.DELETED):
         return None
+    if cluster.status is ClusterStatus.DELETED:
+        return cluster_deleted(cluster)
     operation = cluster.last_operation_id
     details = {"tag": cluster.tag, "status": cluster.status.value,
                **({"operationId": operation} if operation else {})}
-    if cluster.status is ClusterStatus.DELETED:
-        return ClusterDeleted(
-            f"cluster {cluster.tag} was deleted (operation {operation}); POST /clusters with "
-            "its tag creates it again, DELETE /clusters/{cluster.tag}?forget=true removes its "
-            "record", details=details)
     return ClusterDeleting(
         f"cluster {cluster.tag} is being deleted by operation {operation}: follow it with "
         f"GET /operations/{operation} (if it failed, POST /operations/{operation}/retry "
         "resumes it)", details=details)
+
+
+def cluster_deleted(cluster: Cluster) -> ClusterDeleted:
+    """The refusal of a request that needs what a DELETED record's teardown removed."""
+    tag, operation = cluster.tag, cluster.last_operation_id
+    status = cluster.status.value if cluster.status else "unknown"
+    details = {"tag": tag, "status": status, **({"operationId": operation} if operation else {})}
+    by = f" by operation {operation}" if operation else ""
+    return ClusterDeleted(
+        f"cluster {tag} is {status}: it was torn down{by} and nothing of it is left to read or "
+        f"change. Its record stays (GET /clusters/{tag}); POST /clusters with its tag creates "
+        f"it again, DELETE /clusters/{tag}?forget=true removes the record", details=details)
 
 
 def require_not_deleted(cluster: Cluster | None) -> None:
