@@ -144,9 +144,9 @@ def test_every_mutating_operation_takes_an_idempotency_key_and_documents_its_ans
                     assert "Idempotent-Replayed" in response["headers"], (method, path, status)
 
 
-def test_every_route_a_deleted_cluster_refuses_documents_its_409(rendered: str) -> None:
-    # hypd.api.deleted_clusters answers 409 ClusterDeleted on every /clusters/{tag}/... route
-    # but the reads of hypd's own records
+def test_every_route_a_cluster_absent_from_aws_refuses_documents_its_409(rendered: str) -> None:
+    # hypd.api.absent_clusters answers 409 (ClusterDeleted, ClusterNotActive) on every
+    # /clusters/{tag}/... route but the reads of hypd's own records
     document = json.loads(rendered)
     record_reads = {"getHealthPolicy", "getNodeHealth"}
     for path, item in document["paths"].items():
@@ -155,5 +155,6 @@ def test_every_route_a_deleted_cluster_refuses_documents_its_409(rendered: str) 
         for method, operation in item.items():
             refuses = operation["operationId"] not in record_reads
             assert refuses is ("409" in operation["responses"]), (method, path)
-    assert "ClusterDeleted" in document["paths"]["/clusters/{tag}/nodes"]["get"]["responses"][
-        "409"]["description"]
+    described = document["paths"]["/clusters/{tag}/nodes"]["get"]["responses"]["409"]
+    assert "ClusterDeleted: " in described["description"]
+    assert "ClusterNotActive: " in described["description"]

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hypd.api.absent_clusters import refuse_absent_clusters
 from hypd.api.context import Scope, serving
-from hypd.api.deleted_clusters import refuse_deleted_clusters
 from hypd.api.errors import register_error_handlers
 from hypd.api.idempotency import idempotency
 from hypd.api.resolver import ApiResolver
@@ -182,7 +182,7 @@ def build_app(services: Callable[[], ApiServices]) -> HypdApp:
     register_error_handlers(app)
     # Every route's: a request with an Idempotency-Key answers as its first delivery did.
     app.use(middlewares=[idempotency])
-    # Then, after its request validation: a DELETED cluster's routes answer from its
-    # record (hypd.api.deleted_clusters).
-    app.use(middlewares=[refuse_deleted_clusters])
+    # Then, after its request validation: the routes of a cluster absent from AWS
+    # answer from its record (hypd.api.absent_clusters).
+    app.use(middlewares=[refuse_absent_clusters])
     return app

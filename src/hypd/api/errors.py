@@ -28,7 +28,8 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
         400: "Bad input; `message` names the field and `details.errors` lists every problem.",
         404: "No such resource.",
         409: "The request conflicts with the current state (e.g. an operation in progress; "
-        "ClusterDeleted: the cluster was torn down, its record is all that is left).",
+        "ClusterDeleted: the cluster was torn down, its record is all that is left; "
+        "ClusterNotActive: its creation has not made its HyperPod cluster).",
         422: "IdempotencyKeyMismatch: this Idempotency-Key was already used for a different "
         "request (method, path, query or body) on this route.",
         429: "IdempotencyKeyInUse: the first request with this Idempotency-Key is still being "

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from hypd import __version__
+from hypd.api.absent_clusters import guarded
 from hypd.api.app import HypdApp, build_app
-from hypd.api.deleted_clusters import guarded
 from hypd.api.errors import ERROR_RESPONSES
 from hypd.api.idempotency import (
     HEADER,
@@ -61,7 +61,7 @@ def openapi_document(app: HypdApp) -> dict[str, Any]:
             # Validation errors are answered with 400 and ErrorBody, never Powertools' 422.
             responses.pop("422", None)
             responses.setdefault("500", dict(ERROR_RESPONSES[500]))
-            if guarded(method, rule):  # a DELETED cluster's 409 ClusterDeleted
+            if guarded(method, rule):  # ClusterDeleted, ClusterNotActive (absent_clusters)
                 responses.setdefault("409", dict(ERROR_RESPONSES[409]))
             if method.upper() in MUTATING_METHODS:
                 _document_idempotency(operation)

@@ -27,7 +27,13 @@ from hypd.clusters.create_request import (
     kubernetes_problems,
     raise_at,
 )
-from hypd.clusters.models import Cluster, ClusterSource, ClusterStatus, require_not_deleted
+from hypd.clusters.models import (
+    Cluster,
+    ClusterNotActive,
+    ClusterSource,
+    ClusterStatus,
+    require_not_deleted,
+)
 from hypd.errors import ConflictError, ValidationError
 from hypd.instance_groups.errors import ImmutableField
 from hypd.instance_groups.fields import BY_NAME, create_time_only
@@ -39,10 +45,6 @@ class ClusterNotManaged(ConflictError):
     """Capacity operations act on clusters hypd created (its IAM scope is hypd-* resources)."""
 
     code = "ClusterNotManaged"
-
-
-class ClusterNotActive(ConflictError):
-    code = "ClusterNotActive"
 
 
 def check_managed(cluster: Cluster, *, active: bool = True) -> None:

@@ -163,6 +163,28 @@ def cluster_deleted(cluster: Cluster) -> ClusterDeleted:
         f"it again, DELETE /clusters/{tag}?forget=true removes the record", details=details)
 
 
+class ClusterNotActive(ConflictError):
+    """A created cluster's creation has not succeeded (CREATING or FAILED)."""
+
+    code = "ClusterNotActive"
+
+
+def cluster_not_created(cluster: Cluster) -> ClusterNotActive:
+    """The refusal of a request that needs the HyperPod cluster a CREATING or FAILED record's
+    creation has not made (yet)."""
+    tag, operation = cluster.tag, cluster.last_operation_id
+    status = cluster.status.value if cluster.status else "unknown"
+    details = {"tag": tag, "status": status, **({"operationId": operation} if operation else {})}
+    if cluster.status is ClusterStatus.FAILED:
+        what = (f"its creation (operation {operation}) failed before its HyperPod cluster was "
+                f"made, so there is nothing to read or change: POST /operations/{operation}/retry "
+                f"resumes it, DELETE /clusters/{tag} removes what it made")
+    else:
+        what = (f"its HyperPod cluster is not made yet: follow its creation with "
+                f"GET /operations/{operation}")
+    return ClusterNotActive(f"cluster {tag} is {status}: {what}", details=details)
+
+
 def require_not_deleted(cluster: Cluster | None) -> None:
     """Refuse an operation on a cluster being deleted or deleted (its teardown's excepted).
 

@@ -10,13 +10,12 @@ from pydantic import ValidationError as PydanticValidationError
 from hypd.aws.sagemaker import training_plan
 from hypd.capacity.requests import (
     AutoscalingRequest,
-    ClusterNotActive,
     ClusterNotManaged,
     UpdateInstanceGroupRequest,
     check_managed,
     plan_group_update,
 )
-from hypd.clusters.models import Cluster, ClusterSource, ClusterStatus
+from hypd.clusters.models import Cluster, ClusterNotActive, ClusterSource, ClusterStatus
 from hypd.errors import ValidationError
 from hypd.instance_groups.errors import ImmutableField
 from hypd.instance_groups.views import InstanceGroupView
