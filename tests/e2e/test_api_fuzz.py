@@ -13,7 +13,11 @@ Bounded and deterministic (docs/api.md):
   virtual clock), its groups, nodes and an operation, whenever the generated value is a
   valid one, so cluster-scoped routes get past 404. Each destructive route acts on a
   target of its own (deleteNode on one node, rebootNode on another, deleteInstanceGroup on its
-  own group ...), so no route's answers depend on which routes ran before it.
+  own group, deleteCluster on a cluster of its own, which it deletes ...), so no route's
+  answers depend on which routes ran before it.
+- A second run sends every operation under /clusters/{tag} to a cluster torn down for real
+  (DELETED: what the fuzz's own DELETE leaves), watching every AWS call: no 5xx either, and
+  nothing called but the API's table (hypd.api.absent_clusters answers from the record).
 - After every request the test waits until whatever it started has finished (operations run
   to their end on the virtual clock), so no request meets a half-finished change.
 """
@@ -32,9 +36,11 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation.meta import CONTENT_TYPE_PROBES, CoveragePhaseData
 
 from hypd_cli.api_client import ApiClient
+from hypd_cli.demo import follow
+from hypd_local.iam.enforce import Authorization
 from tests.conftest import ROOT
-from tests.e2e.capacity import TAG, created_cluster, make_unhealthy
-from tests.support import fail_calls, group_body
+from tests.e2e.capacity import BUCKET, TAG, make_unhealthy, run
+from tests.support import create_body, fail_calls, group_body
 
 MAX_EXAMPLES = 20
 SEED = 14
@@ -67,6 +73,16 @@ CONFIG = schemathesis.Config.from_dict(
     }
 )
 schema = schemathesis.openapi.from_path(ROOT / "docs" / "openapi.json", config=CONFIG)
+DOOMED = "doomed"
+"""The cluster deleteCluster acts on (and deletes) in the first run."""
+GONE = "gone"
+"""The cluster torn down before the second run."""
+deleted_schema = schema.include(path_regex=r"^/clusters/\{tag\}").exclude(
+    operation_id="deleteCluster"
+)
+"""The second run's operations: every one of /clusters/{tag} and under it. deleteCluster is
+the first run's (a DELETE of its cluster, then of the DELETED record, its forget, 404s): here a
+forget would take the record from the operations after it."""
 
 
 @dataclass(frozen=True)
@@ -76,25 +92,39 @@ class Target:
     cloud: Any
     values: dict[str, dict[str, str]]
     """operationId -> path parameter -> value; "*" holds the values every operation shares."""
-    patterns: dict[str, re.Pattern[str]]
+    parameters: dict[str, dict[str, dict[str, Any]]]
+    """operationId -> path parameter -> its schema (`_path_parameters`)."""
 
     def substitute(self, case: Case[Any]) -> None:
         operation_id = case.operation.definition.raw["operationId"]
         wanted = {**self.values["*"], **self.values.get(operation_id, {})}
+        schemas = self.parameters.get(operation_id, {})
         for name, value in (case.path_parameters or {}).items():
-            pattern = self.patterns.get(name)
-            if name in wanted and isinstance(value, str) and pattern and pattern.search(value):
+            if name in wanted and name in schemas and _valid(schemas[name], value):
                 case.path_parameters[name] = wanted[name]
 
 
-def _path_patterns(document: dict[str, Any]) -> dict[str, re.Pattern[str]]:
-    patterns: dict[str, re.Pattern[str]] = {}
-    for item in document["paths"].values():
-        for operation in item.values():
-            for parameter in operation.get("parameters", []):
-                if parameter["in"] == "path":
-                    patterns[parameter["name"]] = re.compile(parameter["schema"]["pattern"])
-    return patterns
+def _path_parameters(document: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The schema of each path parameter of each operation (one name, e.g. `name`, has other
+    patterns and lengths on other routes)."""
+    return {
+        operation["operationId"]: {
+            parameter["name"]: parameter["schema"]
+            for parameter in operation.get("parameters", [])
+            if parameter["in"] == "path"
+        }
+        for item in document["paths"].values()
+        for operation in item.values()
+    }
+
+
+def _valid(schema: dict[str, Any], value: Any) -> bool:
+    """Whether `value` satisfies a path parameter's schema (a string: pattern and lengths)."""
+    return (
+        isinstance(value, str)
+        and re.search(schema["pattern"], value) is not None
+        and schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value))
+    )
 
 
 def _failed_discover(cloud: Any, api: ApiClient) -> str:
@@ -106,10 +136,31 @@ def _failed_discover(cloud: Any, api: ApiClient) -> str:
     return operation_id
 
 
+def _create_all(api: ApiClient, cloud: Any, bodies: list[dict[str, Any]]) -> None:
+    """Create the clusters of `bodies` at once (the local cloud runs their pipelines side by
+    side) and wait until each is ACTIVE."""
+    cloud.client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+    )
+    accepted = [str(api.post("/clusters", body)["operationId"]) for body in bodies]
+    for operation_id in accepted:
+        operation = follow(api, cloud, operation_id, timeout=240)
+        assert operation["status"] == "SUCCEEDED", operation.get("error")
+
+
+@dataclass(frozen=True)
+class Clusters:
+    active: Target
+    """The first run's: cluster `train` and its targets, `doomed` for deleteCluster."""
+    deleted: Target
+    """The second run's: cluster `gone`, DELETED."""
+
+
 @pytest.fixture(scope="module")
-def target() -> Iterator[Target]:
+def clusters() -> Iterator[Clusters]:
     """One local cloud for the module: a created cluster with a group per destructive route,
-    a node per node route (one with a health event), and a failed operation."""
+    a node per node route (one with a health event), and a failed operation; a cluster for
+    deleteCluster to delete; and a cluster torn down for real."""
     from hypd_cli.local import local_parameters
     from hypd_local import LocalCloud
     from hypd_local.clock import VirtualClock
@@ -118,13 +169,16 @@ def target() -> Iterator[Target]:
     clock = VirtualClock(ticking=False)
     with LocalCloud(template, parameters=local_parameters(template), clock=clock) as cloud:
         api = ApiClient(cloud.api_url)
-        created_cluster(
-            api,
-            cloud,
-            group_body(name="workers", count=4),  # the node routes' nodes
-            group_body(name="scaled", count=1),  # updateInstanceGroup's
-            group_body(name="spare", count=1),  # deleteInstanceGroup's
-        )
+        one_node = [group_body(name="workers", count=1)]
+        _create_all(api, cloud, [
+            create_body(tag=TAG, instanceGroups=[
+                group_body(name="workers", count=4),  # the node routes' nodes
+                group_body(name="scaled", count=1),  # updateInstanceGroup's
+                group_body(name="spare", count=1),  # deleteInstanceGroup's
+            ]),
+            create_body(tag=DOOMED, instanceGroups=one_node),  # deleteCluster's
+            create_body(tag=GONE, instanceGroups=one_node),
+        ])
         nodes = [
             str(node["nodeId"])
             for node in api.get(f"/clusters/{TAG}/nodes", instanceGroup="workers")["nodes"]
@@ -132,6 +186,10 @@ def target() -> Iterator[Target]:
         assert len(nodes) == 4
         deleted, rebooted, replaced, unhealthy = sorted(nodes)
         make_unhealthy(cloud, unhealthy, action="Reboot")
+        (gone_node,) = [str(n["nodeId"]) for n in api.get(f"/clusters/{GONE}/nodes")["nodes"]]
+        teardown = run(api, cloud, api.call("deleteCluster", tag=GONE))
+        assert teardown["status"] == "SUCCEEDED", teardown.get("error")
+        parameters = _path_parameters(schema.raw_schema)
         values = {
             "*": {"tag": TAG, "nodeId": unhealthy, "operationId": _failed_discover(cloud, api)},
             "updateInstanceGroup": {"name": "scaled"},
@@ -139,8 +197,10 @@ def target() -> Iterator[Target]:
             "deleteNode": {"nodeId": deleted},
             "rebootNode": {"nodeId": rebooted},
             "replaceNode": {"nodeId": replaced},
+            "deleteCluster": {"tag": DOOMED},
         }
-        yield Target(cloud, values, _path_patterns(schema.raw_schema))
+        gone = {"*": {"tag": GONE, "nodeId": gone_node, "name": "workers"}}
+        yield Clusters(Target(cloud, values, parameters), Target(cloud, gone, parameters))
         cloud.wait_for_executions(timeout=120)
 
 
@@ -174,7 +234,8 @@ def assert_error_names_the_field(case: Case[Any], response: Any) -> None:
 
 
 @schema.parametrize()
-def test_every_operation_answers_as_documented(case: Case[Any], target: Target) -> None:
+def test_every_operation_answers_as_documented(case: Case[Any], clusters: Clusters) -> None:
+    target = clusters.active
     target.substitute(case)
     try:
         response = case.call_and_validate(base_url=target.cloud.api_url)
@@ -182,3 +243,20 @@ def test_every_operation_answers_as_documented(case: Case[Any], target: Target) 
         # Whatever the request started ends before the next request.
         target.cloud.wait_for_executions(timeout=240)
     assert_error_names_the_field(case, response)
+
+
+@deleted_schema.parametrize()
+def test_every_route_of_a_deleted_cluster_answers_as_documented_without_calling_aws(
+    case: Case[Any], clusters: Clusters
+) -> None:
+    target = clusters.deleted
+    target.substitute(case)
+    calls: list[Authorization] = []
+    with target.cloud.watch_authorizations(calls.append):
+        response = case.call_and_validate(base_url=target.cloud.api_url)
+    assert_error_names_the_field(case, response)
+    # The record answers: nothing but the table is read, nothing is started.
+    called = sorted({c.operation for c in calls if not c.operation.startswith("dynamodb:")})
+    assert called == [], (called, case.as_curl_command())
+    if response.status_code == 409:
+        assert response.json()["code"] == "ClusterDeleted", case.as_curl_command()
