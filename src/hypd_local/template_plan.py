@@ -34,7 +34,7 @@ class StackPlanners(StackBase):
         arn = self._arn("lambda", f"function:{name}")
         rtype = self._raw[logical_id]["Type"]
         if rtype == "AWS::Serverless::Function" and "Role" not in self._props(logical_id):
-            role_name = f"{self.stack_name}-{logical_id}Role"[:64]
+            role_name = self._generated_name(f"{logical_id}Role")
             role_arn = self._arn("iam", f"role/{role_name}", region=False)
             self._add_generated(
                 Resource(f"{logical_id}Role", "AWS::IAM::Role", role_name,
@@ -65,7 +65,7 @@ class StackPlanners(StackBase):
         self._planned[logical_id] = resource
         if rtype == "AWS::Serverless::StateMachine":
             if "Role" not in self._props(logical_id):
-                role_name = f"{self.stack_name}-{logical_id}Role"[:64]
+                role_name = self._generated_name(f"{logical_id}Role")
                 self._add_generated(Resource(
                     f"{logical_id}Role", "AWS::IAM::Role", role_name,
                     {"Arn": self._arn("iam", f"role/{role_name}", region=False)},
@@ -119,7 +119,7 @@ class StackPlanners(StackBase):
         return Resource(logical_id, self._raw[logical_id]["Type"], name, {"Arn": arn})
 
     def _plan_rule(self, logical_id: str) -> Resource:
-        name = self._name(logical_id, "Name", 64)
+        name = self._generated_name(logical_id, "Name")
         bus = self._bus_name(self._resolve_prop(logical_id, "EventBusName"))
         arn = self._rule_arn(name, bus)
         return Resource(logical_id, self._raw[logical_id]["Type"], name, {"Arn": arn})
@@ -140,7 +140,7 @@ class StackPlanners(StackBase):
                          "State": "ACTIVE"})
 
     def _plan_role(self, logical_id: str) -> Resource:
-        name = self._name(logical_id, "RoleName", 64)
+        name = self._generated_name(logical_id, "RoleName")
         arn = self._arn("iam", f"role{self._iam_path(logical_id)}{name}", region=False)
         return Resource(logical_id, self._raw[logical_id]["Type"], name,
                         {"Arn": arn, "RoleId": "AROA" + _stable_id(name, 17).upper()})
@@ -224,7 +224,7 @@ class StackPlanners(StackBase):
                 name = props.get("RuleName") or props.get("Name")
                 rule_name = (
                     scalar_str(self.resolve(name, where)) if name
-                    else f"{self.stack_name}-{rule_id}"[:64]
+                    else self._generated_name(rule_id)
                 )
                 bus = self._bus_name(self.resolve(props.get("EventBusName"), where))
                 self._add_generated(

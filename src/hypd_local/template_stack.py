@@ -301,12 +301,24 @@ class StackBase:
                                 "local cloud does not emulate")
         return resource
 
+    def _explicit_name(self, logical_id: str, explicit_prop: str | None) -> str | None:
+        """The resource's name property `explicit_prop`, if the template sets it."""
+        if explicit_prop is None:
+            return None
+        explicit = self._resolve_prop(logical_id, explicit_prop)
+        if explicit is None:
+            return None
+        return scalar_str(explicit, f"Resources.{logical_id}.{explicit_prop}")
+
     def _name(self, logical_id: str, explicit_prop: str | None, limit: int) -> str:
-        if explicit_prop is not None:
-            explicit = self._resolve_prop(logical_id, explicit_prop)
-            if explicit is not None:
-                return scalar_str(explicit, f"Resources.{logical_id}.{explicit_prop}")
-        return f"{self.stack_name}-{logical_id}"[:limit]
+        explicit = self._explicit_name(logical_id, explicit_prop)
+        return explicit if explicit is not None else f"{self.stack_name}-{logical_id}"[:limit]
+
+    def _generated_name(self, logical_id: str, explicit_prop: str | None = None) -> str:
+        """The resource's `explicit_prop` if set, else the name CloudFormation makes up for a
+        role or a rule (`generated_name`)."""
+        explicit = self._explicit_name(logical_id, explicit_prop)
+        return explicit if explicit is not None else generated_name(self.stack_name, logical_id)
 
     def _arn(self, service: str, resource: str, *, region: bool = True) -> str:
         reg = self.region if region else ""
@@ -380,6 +392,35 @@ def merge_globals(global_props: Any, local_props: Any) -> Any:
 
 def _pick(mapping: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {key: mapping[key] for key in keys if key in mapping}
+
+
+GENERATED_NAME_LIMIT = 64
+"""The longest name of an IAM role and of an EventBridge rule."""
+
+GENERATED_SUFFIX_LENGTH = 13
+"""The random part CloudFormation appends to the names it makes up for roles and rules."""
+
+
+def generated_name(stack_name: str, logical_id: str) -> str:
+    """``<stack>-<LogicalId>-<SUFFIX>`` in at most 64 characters, as CloudFormation names an
+    IAM role or an EventBridge rule that the template leaves unnamed.
+
+    CloudFormation appends a random upper-case suffix and, when the whole would pass the 64
+    characters, shortens the stack name and the logical id, so a long stack's role name
+    does not start with ``<stack>-<LogicalId>`` (and two rules whose logical ids differ only
+    at the end still get two names). AWS does not publish the exact rule (docs/deploy.md):
+    here the longer of the two parts loses a character at a time. The suffix is stable for a
+    stack and logical id, so every name is known before anything is made.
+    """
+    suffix = _stable_id(f"{stack_name}/{logical_id}", GENERATED_SUFFIX_LENGTH).upper()
+    room = GENERATED_NAME_LIMIT - GENERATED_SUFFIX_LENGTH - 2  # the two hyphens
+    stack, logical = stack_name, logical_id
+    while len(stack) + len(logical) > room:
+        if len(stack) >= len(logical):
+            stack = stack[:-1]
+        else:
+            logical = logical[:-1]
+    return f"{stack.rstrip('-')}-{logical}-{suffix}"
 
 
 def _stable_id(seed: str, length: int = 10) -> str:

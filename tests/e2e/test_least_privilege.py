@@ -19,6 +19,7 @@ from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
 from hypd_cli.local import local_parameters
 from hypd_local import LocalCloud
+from hypd_local.calls import watch_calls
 from hypd_local.clock import VirtualClock
 from statemachines.generate import HYPERPOD_WAIT_SECONDS
 from tests.conftest import ROOT
@@ -99,7 +100,8 @@ def test_without_eks_create_cluster_on_star_the_eks_stage_is_denied(cloud_withou
     assert stage["name"] == "eks"
     assert stage["error"]["code"] == "AccessDeniedException"
     assert "is not authorized to perform: eks:CreateCluster" in stage["error"]["message"]
-    assert "assumed-role/hypd-ClusterTasksFunctionRole/" in stage["error"]["message"]
+    role = cloud.resources["ClusterTasksFunctionRole"]
+    assert f"assumed-role/{role}/" in stage["error"]["message"]
 
 
 def passed_to(function: str, sid: str, service: str) -> Edit:
@@ -161,7 +163,8 @@ def test_without_a_network_stack_role_grant_the_stack_rolls_back_naming_it(
     stage = failed_stage(create(cloud))
     assert stage["name"] == "network"
     assert stage["error"]["code"] == "ROLLBACK_COMPLETE"
-    assert "assumed-role/hypd-NetworkStackRole/" in stage["error"]["message"]
+    assert f"assumed-role/{cloud.resources['NetworkStackRole']}/" in (
+        stage["error"]["message"])
     assert "is not authorized to perform: ec2:Create" in stage["error"]["message"]
     stack = cloud.client("cloudformation").describe_stacks(
         StackName="hypd-least-network")["Stacks"][0]
@@ -225,4 +228,32 @@ def test_hyperpod_grants_reach_only_clusters_with_a_hypd_tag(cloud: Any) -> None
         error = refused.value.response["Error"]
         assert error["Code"] == "AccessDeniedException"
         assert f"on resource: {foreign.hyperpod_arn}" in error["Message"]
-        assert "assumed-role/hypd-CapacityTasksFunctionRole/" in error["Message"]
+        assert f"assumed-role/{cloud.resources['CapacityTasksFunctionRole']}/" in (
+            error["Message"])
+
+
+LONG_STACK = "hypd-production-eu-west-inference-fleet-a"  # 41 characters
+
+
+def test_with_a_long_stack_name_the_feature_tasks_grant_their_access_entries() -> None:
+    """CloudFormation shortens a long stack's generated role names (``<stack>-<LogicalId>``
+    no longer starts them), so the feature tasks' grant names the roles by ARN: on a
+    cluster that lacks both entries they grant themselves and the API's reader access."""
+    assert len(LONG_STACK) > 40
+    template = ROOT / "template.yaml"
+    with LocalCloud(template, parameters=local_parameters(template), stack_name=LONG_STACK,
+                    clock=VirtualClock(ticking=False)) as cloud:
+        roles = {logical: cloud.stack.roles[logical].arn
+                 for logical in ("FeatureTasksFunctionRole", "ApiFunctionRole")}
+        assert not any(f"{LONG_STACK}-FeatureTasksFunctionRole" in arn
+                       for arn in roles.values()), "the name is shortened"
+        api = ApiClient(cloud.api_url)
+        created_cluster(api, cloud, group_body(count=1))
+        eks = cloud.client("eks")
+        for principal in roles.values():
+            eks.delete_access_entry(clusterName="hypd-train", principalArn=principal)
+        calls: list[str] = []
+        with watch_calls(lambda call: calls.append(call.action)):
+            deleted = run(api, cloud, api.call("deleteCluster", tag="train", force=True))
+        assert deleted["status"] == "SUCCEEDED", deleted.get("error")
+        assert calls.count("eks:CreateAccessEntry") == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,12 @@ def test_a_managed_policy_refers_to_its_arn() -> None:
     boundary = f"arn:aws:iam::{ACCOUNT}:policy/hypd/fx-AutoscalingRoleBoundary"
     assert refs["AutoscalingRoleBoundary"] == boundary
     assert refs["ReadClustersPolicy"] == f"arn:aws:iam::{ACCOUNT}:policy/read-clusters"
-    assert stack.managed_policies["ReadClustersPolicy"].roles == ("fx-OperatorRole",)
-    # and a role's path, boundary and managed policies are resolved
+    # and a role without a RoleName is named as CloudFormation names it, with a suffix
     role = stack.roles["OperatorRole"]
-    assert role.arn == f"arn:aws:iam::{ACCOUNT}:role/hypd/fx-OperatorRole"
+    assert re.fullmatch(r"fx-OperatorRole-[A-Z0-9]{13}", role.name), role.name
+    assert stack.managed_policies["ReadClustersPolicy"].roles == (role.name,)
+    # and a role's path, boundary and managed policies are resolved
+    assert role.arn == f"arn:aws:iam::{ACCOUNT}:role/hypd/{role.name}"
     assert role.permissions_boundary == boundary
     assert role.managed_policy_arns == (
         boundary, "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy")
@@ -88,15 +91,16 @@ def test_managed_policies_and_roles_are_provisioned_in_moto() -> None:
             f"arn:aws:sagemaker:{cloud.region}:{ACCOUNT}:cluster/*")
 
         # The template's role has its boundary, its inline policy and the template's policies
-        role = iam.get_role(RoleName="hypd-OperatorRole")["Role"]
+        name = cloud.stack.roles["OperatorRole"].name
+        role = iam.get_role(RoleName=name)["Role"]
         assert role["PermissionsBoundary"]["PermissionsBoundaryArn"] == boundary
-        assert role["Arn"] == f"arn:aws:iam::{ACCOUNT}:role/hypd/hypd-OperatorRole"
+        assert role["Arn"] == f"arn:aws:iam::{ACCOUNT}:role/hypd/{name}"
         # (an AWS managed policy from moto's copy of AWS's documents)
-        attached = iam.list_attached_role_policies(RoleName="hypd-OperatorRole")
+        attached = iam.list_attached_role_policies(RoleName=name)
         assert sorted(p["PolicyArn"] for p in attached["AttachedPolicies"]) == sorted(
             [boundary, cloud.resources["ReadClustersPolicy"],
              "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"])
-        assert iam.list_role_policies(RoleName="hypd-OperatorRole")["PolicyNames"] == ["nodes"]
+        assert iam.list_role_policies(RoleName=name)["PolicyNames"] == ["nodes"]
 
         # A role created at run time can have the policy as its boundary
         iam.create_role(RoleName="runtime", Path="/hypd/", PermissionsBoundary=boundary,

@@ -109,7 +109,7 @@ def test_stop_execution_aborts(idle_cloud: LocalCloud) -> None:
     }
     machine = sfn.create_state_machine(
         name="token-waiter", definition=json.dumps(definition),
-        roleArn="arn:aws:iam::123456789012:role/hypd-RetryMachineRole",
+        roleArn=idle_cloud.stack.roles["RetryMachineRole"].arn,
     )["stateMachineArn"]
     arn = sfn.start_execution(stateMachineArn=machine, input="{}")["executionArn"]
 
@@ -134,7 +134,7 @@ def test_a_task_token_timeout_passes_in_virtual_time(idle_cloud: LocalCloud) -> 
     }
     machine = sfn.create_state_machine(
         name="token-timeout", definition=json.dumps(definition),
-        roleArn="arn:aws:iam::123456789012:role/hypd-RetryMachineRole",
+        roleArn=idle_cloud.stack.roles["RetryMachineRole"].arn,
     )["stateMachineArn"]
     arn = sfn.start_execution(stateMachineArn=machine, input="{}")["executionArn"]
 

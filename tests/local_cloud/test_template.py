@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from hypd_local.intrinsics import NO_VALUE, Resolver, TemplateError
 from hypd_local.template import Stack, merge_globals, substitute_definition
 
-from .conftest import FIXTURE_TEMPLATE
+from .conftest import FIXTURE_TEMPLATE, REAL_TEMPLATE
 
 
 def write_template(tmp_path: Path, body: str, files: dict[str, str] | None = None) -> Path:
@@ -109,6 +110,28 @@ def test_sam_events_imply_rules_queues_and_routes() -> None:
     assert api.stage == "v1"
     assert ("/items/{itemId}", "GET") in {(r.path, r.method) for r in api.routes}
     assert ("/files/{proxy+}", "ANY") in {(r.path, r.method) for r in api.routes}
+
+
+
+def test_a_long_stack_still_gets_distinct_role_and_rule_names_of_64_characters() -> None:
+    """CloudFormation's generated names (``<stack>-<LogicalId>-<SUFFIX>``) shorten both parts
+    of a long stack's name, so rules whose logical ids differ only at their end stay apart."""
+    long_stack = "hypd-production-eu-west-inference-fleet-a"  # 41 characters
+    stack = Stack(REAL_TEMPLATE, stack_name=long_stack)
+    rules = [stack.refs()[logical] for logical in (
+        "ClusterEventsFunctionHyperPodClusterStateChange",
+        "ClusterEventsFunctionHyperPodNodeHealth", "ClusterEventsFunctionHyperPodClusterEvent")]
+    roles = [role.name for role in stack.roles.values()]
+    for name in rules + roles:
+        assert len(name) <= 64, name
+        assert re.fullmatch(r"hypd-[a-z-]+-[A-Za-z0-9]+-[A-Z0-9]{13}", name), name
+    assert len(set(rules)) == 3
+    assert len(set(roles)) == len(roles)
+    again = Stack(REAL_TEMPLATE, stack_name=long_stack)
+    assert [again.refs()[logical] for logical in (
+        "ClusterEventsFunctionHyperPodClusterStateChange",
+        "ClusterEventsFunctionHyperPodNodeHealth",
+        "ClusterEventsFunctionHyperPodClusterEvent")] == rules, "stable for the stack"
 
 
 # ------------------------------------------------------------------ intrinsics
