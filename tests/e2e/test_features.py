@@ -485,8 +485,11 @@ def test_features_of_a_cluster_without_its_eks_cluster_are_a_409(
     assert follow(api, cloud, str(accepted["operationId"]))["status"] == "FAILED"
     with pytest.raises(ApiError) as raised:
         features(api)
-    assert raised.value.status == 409
-    assert "no EKS cluster" in raised.value.message
+    # The record answers (hypd.api.absent_clusters), before any call to EKS: the creation
+    # failed before its HyperPod cluster, and what to do next
+    assert (raised.value.status, raised.value.code) == (409, "ClusterNotActive")
+    assert raised.value.details["status"] == "FAILED"
+    assert f"DELETE /clusters/{TAG}" in raised.value.message
 
 
 def test_a_cluster_made_before_features_gets_the_access_it_needs(
