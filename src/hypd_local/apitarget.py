@@ -63,8 +63,8 @@ TIMEOUT_ERROR = "Timeout"
 cloud's name: the guide names none)."""
 DEFAULT_MAXIMUM_RETRY_ATTEMPTS = 185
 DEFAULT_MAXIMUM_EVENT_AGE_SECONDS = 86400
-_FIRST_BACKOFF_SECONDS = 1.0
-_MAX_BACKOFF_SECONDS = 600.0
+FIRST_BACKOFF_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 600.0
 EVENTS_PRINCIPAL = "events.amazonaws.com"
 
 _FORBIDDEN = frozenset(name.lower() for name in (
@@ -226,7 +226,7 @@ class ApiTargets:
         max_age = float(policy.get("MaximumEventAgeInSeconds", DEFAULT_MAXIMUM_EVENT_AGE_SECONDS))
         born = _event_time(event) or self._clock.now()
         attempts = 0
-        backoff = _FIRST_BACKOFF_SECONDS
+        backoff = FIRST_BACKOFF_SECONDS
         while True:
             attempts += 1
             status, body, latency = self._send(request, session)
@@ -249,7 +249,7 @@ class ApiTargets:
             LOG.info("%s answered %s; retrying in %s s (virtual)", request.method_arn, status,
                      backoff)
             self._clock.sleep(backoff)
-            backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
     def _role_session(self, target: Mapping[str, Any]) -> Session | None:
         role_arn = target.get("RoleArn")

@@ -6,7 +6,7 @@ the event's id as `Idempotency-Key`, and while the first request still runs (up 
 29 s timeout) the API answers it 429 `IdempotencyKeyInUse`, which EventBridge retries. With too
 few retries they are all spent on 429s before the first answers, and a command that succeeded
 lands in the dead-letter queue (docs/automation.md). AWS does not publish its back-off; this
-counts with the local cloud's (1 s, doubling: hypd_local.apitarget), each attempt taking its
+counts with the local cloud's (hypd_local.apitarget: 1 s, doubling), each attempt taking its
 5 s limit, and asks for retries past the idempotency claim's staleness (a first that died is
 then run again by a retry).
 """
@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 
 from hypd.idempotency.store import IN_PROGRESS
-from hypd_local.apitarget import API_TARGET_TIMEOUT_SECONDS
+from hypd_local.apitarget import (
+    API_TARGET_TIMEOUT_SECONDS,
+    FIRST_BACKOFF_SECONDS,
+    MAX_BACKOFF_SECONDS,
+)
 from hypd_local.template import read_template, resources_of_type
 from tests.build.support import FUNCTION_TYPE, TEMPLATE
 
@@ -41,10 +45,10 @@ def api_targets() -> list[tuple[str, dict[str, Any]]]:
 
 def retries_last(attempts: int) -> float:
     """Seconds from the first attempt's start until the last retry is sent."""
-    backoff, elapsed = 1.0, API_TARGET_TIMEOUT_SECONDS
+    backoff, elapsed = FIRST_BACKOFF_SECONDS, API_TARGET_TIMEOUT_SECONDS
     for _ in range(attempts):
         elapsed += backoff + API_TARGET_TIMEOUT_SECONDS
-        backoff *= 2
+        backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
     return elapsed
 
 

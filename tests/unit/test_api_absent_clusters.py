@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
 import pytest
 
 from hypd.aws.dynamodb import Table
@@ -18,13 +17,11 @@ from hypd.operations.lifecycle import new_operation
 from hypd.operations.models import Operation, OperationKind, StageStatus
 from hypd.operations.store import OperationStore
 from tests.unit.support import (
-    REGION,
     FakeClock,
-    FakeLambdaContext,
     cluster_record,
     eks_arn,
 )
-from tests.unit.test_api_handler import api_event, load_api, state_machine
+from tests.unit.test_api_handler import discover_api
 
 pytestmark = pytest.mark.usefixtures("fresh_imports")
 
@@ -48,27 +45,22 @@ def test_the_guard_covers_every_route_under_a_tag_but_the_reads_of_hypds_own_rec
 
 
 @pytest.fixture
-def call(
-    monkeypatch: pytest.MonkeyPatch,
-    template: dict[str, Any],
-    table: Table,
-    fixed_clock: FakeClock,
-) -> Any:
-    sfn = boto3.client("stepfunctions", region_name=REGION)
-    module = load_api(monkeypatch, template, table, state_machine(sfn, "Discover-unit"))
+def call(monkeypatch: pytest.MonkeyPatch, template: dict[str, Any], table: Table,
+         fixed_clock: FakeClock) -> Any:
+    """The API function in-process (`discover_api`): (status, body) of a request."""
+    api = discover_api(monkeypatch, template, table)
 
     def send(method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-        event = api_event(method, path, body=json.dumps(body) if body is not None else None)
-        raw = module.handler(event, FakeLambdaContext("hypd-api"))
-        return raw["statusCode"], json.loads(raw["body"])
+        answer = api.call(method, path, body=json.dumps(body) if body is not None else None)
+        return answer.status, answer.body
 
     return send
 
 
-def record(table: Table, status: ClusterStatus) -> None:
+def record(table: Table, status: ClusterStatus, operation_id: str = TEARDOWN) -> None:
     ClusterStore(table).save(
         cluster_record("train", eks_arn("hypd-train"), source=ClusterSource.CREATED).model_copy(
-            update={"status": status, "last_operation_id": TEARDOWN}
+            update={"status": status, "last_operation_id": operation_id}
         )
     )
 
@@ -145,11 +137,7 @@ def creating(table: Table, status: ClusterStatus, hyperpod: StageStatus) -> str:
     creation's id."""
     operation = creation(hyperpod)
     table.put(*OperationStore(table).new(operation))
-    ClusterStore(table).save(
-        cluster_record("train", eks_arn("hypd-train"), source=ClusterSource.CREATED).model_copy(
-            update={"status": status, "last_operation_id": operation.id}
-        )
-    )
+    record(table, status, operation.id)
     return operation.id
 
 

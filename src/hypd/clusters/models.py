@@ -143,19 +143,24 @@ def deletion_refusal(cluster: Cluster | None) -> ClusterDeleting | ClusterDelete
     if cluster.status is ClusterStatus.DELETED:
         return cluster_deleted(cluster)
     operation = cluster.last_operation_id
-    details = {"tag": cluster.tag, "status": cluster.status.value,
-               **({"operationId": operation} if operation else {})}
     return ClusterDeleting(
         f"cluster {cluster.tag} is being deleted by operation {operation}: follow it with "
         f"GET /operations/{operation} (if it failed, POST /operations/{operation}/retry "
-        "resumes it)", details=details)
+        "resumes it)", details=refusal_details(cluster))
+
+
+def refusal_details(cluster: Cluster) -> dict[str, str]:
+    """The `details` of a refusal on the cluster's state: its tag, status and last operation."""
+    operation = cluster.last_operation_id
+    status = cluster.status.value if cluster.status else "unknown"
+    return {"tag": cluster.tag, "status": status,
+            **({"operationId": operation} if operation else {})}
 
 
 def cluster_deleted(cluster: Cluster) -> ClusterDeleted:
     """The refusal of a request that needs what a DELETED record's teardown removed."""
-    tag, operation = cluster.tag, cluster.last_operation_id
-    status = cluster.status.value if cluster.status else "unknown"
-    details = {"tag": tag, "status": status, **({"operationId": operation} if operation else {})}
+    details = refusal_details(cluster)
+    tag, status, operation = cluster.tag, details["status"], cluster.last_operation_id
     by = f" by operation {operation}" if operation else ""
     return ClusterDeleted(
         f"cluster {tag} is {status}: it was torn down{by} and nothing of it is left to read or "
@@ -172,9 +177,8 @@ class ClusterNotActive(ConflictError):
 def cluster_not_created(cluster: Cluster) -> ClusterNotActive:
     """The refusal of a request that needs the HyperPod cluster a CREATING or FAILED record's
     creation has not made (yet)."""
-    tag, operation = cluster.tag, cluster.last_operation_id
-    status = cluster.status.value if cluster.status else "unknown"
-    details = {"tag": tag, "status": status, **({"operationId": operation} if operation else {})}
+    details = refusal_details(cluster)
+    tag, status, operation = cluster.tag, details["status"], cluster.last_operation_id
     if cluster.status is ClusterStatus.FAILED:
         what = (f"its creation (operation {operation}) failed before its HyperPod cluster was "
                 f"made, so there is nothing to read or change: POST /operations/{operation}/retry "
