@@ -26,6 +26,17 @@ from hypd_local.template_specs import (
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
+# Lambda SnapStart "is available in all commercial Regions except Asia Pacific (New Zealand)
+# and Asia Pacific (Taipei)" (Lambda developer guide, "Improving startup performance with Lambda
+# SnapStart", Supported Regions); the commercial Regions are the `aws` partition's.
+SNAPSTART_PARTITION = "aws"
+SNAPSTART_UNAVAILABLE = frozenset({"ap-east-2", "ap-southeast-6"})
+
+
+def snapstart_offered(partition: str, region: str) -> bool:
+    """Whether Lambda offers SnapStart in `region` (of `partition`), as AWS documents it."""
+    return partition == SNAPSTART_PARTITION and region not in SNAPSTART_UNAVAILABLE
+
 
 class FunctionBuilders(ResourceBuilders):
     """``_build_<type>`` of layers, roles, managed policies, functions and state machines."""
@@ -121,6 +132,16 @@ class FunctionBuilders(ResourceBuilders):
                     f"{where}.Layers: {arn} is not a layer of this template; the local cloud "
                     "can only provide the template's own layers (from the installed packages)"
                 )
+        snap_start = self._resolve_prop(logical_id, "SnapStart") or {}
+        if not isinstance(snap_start, Mapping):
+            raise TemplateError(f"{where}.SnapStart: expected a mapping, got {snap_start!r}")
+        if (snap_start.get("ApplyOn") == "PublishedVersions"
+                and not snapstart_offered(self.partition, self.region)):
+            # What CreateFunction answers where SnapStart is not offered: the stack fails.
+            raise TemplateError(
+                f"{where}.SnapStart: InvalidParameterValueException: Lambda SnapStart is not "
+                f"available in {self.region}; condition the property on the Region"
+            )
         role = self._resolve_prop(logical_id, "Role")
         if role is not None:
             role_arn = scalar_str(role, f"{where}.Role")
@@ -147,6 +168,7 @@ class FunctionBuilders(ResourceBuilders):
             layer_ids=tuple(known_layers[arn] for arn in layers if arn in known_layers),
             alias=scalar_str(alias) if (alias := self._resolve_prop(
                 logical_id, "AutoPublishAlias")) else None,
+            snap_start=snap_start.get("ApplyOn") == "PublishedVersions",
         )
         if role is None:
             role_res = self._planned[f"{logical_id}Role"]

@@ -142,6 +142,8 @@ class FunctionSpec:
     """Logical ids of the template's own layers among ``layers``, in order."""
     alias: str | None = None
     """SAM's ``AutoPublishAlias``: the alias its events (and their Lambda permissions) name."""
+    snap_start: bool = False
+    """``SnapStart: {ApplyOn: PublishedVersions}`` (read, not emulated: no snapshot is taken)."""
 
     @property
     def invoked_arn(self) -> str:

@@ -421,3 +421,42 @@ def test_monitoring_resources_are_planned_and_resolve(tmp_path: Path) -> None:
         "BOARD": "fx-Board",
         "KEY": f"arn:aws:kms:eu-west-1:123456789012:key/{key}",
     }
+
+
+# ------------------------------------------------------------------ SnapStart by Region
+@pytest.mark.parametrize(
+    ("region", "snap_start"),
+    [
+        ("us-west-2", True),
+        ("eu-central-1", True),
+        ("ap-east-2", False),  # Asia Pacific (Taipei)
+        ("ap-southeast-6", False),  # Asia Pacific (New Zealand)
+        ("cn-north-1", False),
+        ("us-gov-west-1", False),
+    ],
+)
+def test_the_api_function_has_snapstart_only_where_lambda_offers_it(
+    region: str, snap_start: bool
+) -> None:
+    # Given the real template, loaded in a Region
+    stack = Stack(REAL_TEMPLATE, region=region)
+
+    # Then the API function asks for SnapStart exactly where Lambda offers it
+    assert stack.functions["ApiFunction"].snap_start is snap_start
+
+
+def _unconditional_snapstart(template: dict[str, Any]) -> None:
+    template["Resources"]["ApiFunction"]["Properties"]["SnapStart"] = {
+        "ApplyOn": "PublishedVersions"}
+
+
+@pytest.mark.parametrize("region", ["ap-east-2", "ap-southeast-6"])
+def test_snapstart_asked_for_where_lambda_lacks_it_fails_the_stack(region: str) -> None:
+    # Given the template as it was, SnapStart on whatever the Region
+    # When it is deployed where Lambda does not offer SnapStart
+    # Then the function is refused, as CreateFunction refuses it, naming the property
+    with pytest.raises(TemplateError, match=r"ApiFunction\.Properties\.SnapStart: .*" + region):
+        Stack(REAL_TEMPLATE, region=region, edit=_unconditional_snapstart)
+    # And where Lambda offers it, the same template loads
+    assert Stack(REAL_TEMPLATE, region="us-east-1",
+                 edit=_unconditional_snapstart).functions["ApiFunction"].snap_start
