@@ -116,8 +116,8 @@ def stage_note(
     stage: dict[str, Any], operation: dict[str, Any] | None = None, now: datetime | None = None
 ) -> str:
     """The stage's error; what a running stage waits for (its attempt in the operation's
-    ``timeline``, with the next look; else its ``progress``); or a word on what it found or
-    warns of."""
+    ``timeline``, with the next look; else its ``progress``); or a word on what it found,
+    warns of or skipped."""
     error = stage.get("error")
     if error:
         return f"{error.get('code')}: {error.get('message')}"
@@ -134,6 +134,8 @@ def stage_note(
         return f"recorded {', '.join(output['recorded']) or 'none'}"
     if output.get("warnings"):
         return "warning: " + "; ".join(output["warnings"])
+    if output.get("skipped"):
+        return f"skipped: {output['skipped']}"
     return ""
 
 

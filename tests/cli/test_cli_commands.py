@@ -579,3 +579,6 @@ def test_a_stage_note_says_what_a_running_stage_waits_for_and_what_a_stage_warns
         "warnings": ["instance group spot has 2 instances"]})) == (
         "warning: instance group spot has 2 instances")
     assert stage_note(stage("hyperpod", "SUCCEEDED", 1, progress={"note": "done"})) == ""
+    assert stage_note(stage("workloads", "SUCCEEDED", 1, output={
+        "deleted": [], "skipped": "EKS cluster hypd-x never became ACTIVE"})) == (
+        "skipped: EKS cluster hypd-x never became ACTIVE")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hypd.create.control_plane import EKS_WAIT
 from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.demo import follow
 from hypd_local.calls import watch_calls
@@ -274,3 +275,46 @@ def test_a_group_added_after_the_create_goes_with_its_dedicated_subnet(
     assert operation["status"] == "SUCCEEDED", operation.get("error")
     assert deleted_by_stage(operation)["network"] == by_stage(plan["steps"])["network"]
     nothing_left(cloud)
+
+
+@pytest.mark.parametrize("eks_state", ["FAILED", "CREATING"])
+def test_a_cluster_whose_eks_never_became_active_is_deleted_skipping_its_kubernetes(
+        api: ApiClient, cloud: Any, eks_state: str) -> None:
+    # Given a create that failed before its EKS cluster became ACTIVE: EKS ended FAILED, or
+    # is still CREATING when the create's wait gives up (it ends FAILED a quarter of an hour
+    # later, while the teardown runs)
+    s3 = cloud.client("s3")
+    s3.create_bucket(Bucket="team-data",
+                     CreateBucketConfiguration={"LocationConstraint": cloud.region})
+    cloud.emulation.eks.fail_next_cluster(CLUSTER, "subnet capacity exhausted")
+    if eks_state == "CREATING":
+        cloud.emulation.eks.stall_next_cluster(CLUSTER, EKS_WAIT.give_up_after_seconds + 900)
+    created = run(api, cloud, api.post("/clusters", create_body()))
+    assert created["status"] == "FAILED"
+    assert stages(created)["eks"]["status"] == "FAILED"
+    assert stages(created)["hyperpod"]["status"] != "SUCCEEDED"
+    eks = cloud.client("eks")
+    assert eks.describe_cluster(name=CLUSTER)["cluster"]["status"] == eks_state
+
+    # When it is deleted
+    plan = api.call("getTeardownPlan", tag=TAG)
+    assert plan["deletable"] is True, plan["blockers"]
+    assert by_stage(plan["steps"])["eks"] == [("EksCluster", CLUSTER)]
+    operation = run(api, cloud, api.call("deleteCluster", tag=TAG))
+
+    # Then the teardown succeeds: the stages inside the cluster are skipped, saying why,
+    # and everything the create made is gone
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    done = stages(operation)
+    assert [done[name]["status"] for name in TEARDOWN_STAGES] == ["SUCCEEDED"] * len(
+        TEARDOWN_STAGES)
+    skipped = done["workloads"]["output"]["skipped"]
+    assert skipped.startswith(f"EKS cluster {CLUSTER} never became ACTIVE (it is {eks_state})")
+    assert done["workloads"]["output"]["deleted"] == []
+    assert deleted_by_stage(operation)["eks"] == [("EksCluster", CLUSTER)]
+    if eks_state == "CREATING":
+        # EKS refuses to delete a cluster being created: the stage waited for it to end.
+        (attempt,) = [e for e in operation["timeline"] if e["stage"] == "eks"]
+        assert attempt["looks"] > 2, attempt
+    nothing_left(cloud)
+    assert api.get(f"/clusters/{TAG}")["status"] == "DELETED"

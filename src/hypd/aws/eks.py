@@ -18,7 +18,11 @@ from hypd.aws.errors import (
     unless_not_found,
 )
 from hypd.clusters.models import EksCluster
-from hypd.errors import ConcurrentUpdate, PermanentError
+from hypd.errors import ConcurrentUpdate, HypdError, PermanentError
+
+NEVER_ACTIVE = frozenset({"PENDING", "CREATING", "FAILED"})
+"""The statuses of a cluster whose control plane never came up: EKS gives it no endpoint and
+no certificate authority (DescribeCluster), so it has no Kubernetes API."""
 
 
 class UnsupportedAvailabilityZone(PermanentError):
@@ -117,13 +121,18 @@ def create_cluster(client: Any, params: dict[str, Any]) -> dict[str, Any] | None
     return cluster
 
 
-def delete_cluster(client: Any, name: str) -> None:
-    """Start deleting the cluster (already gone, or already being deleted: nothing to do)."""
-    unless_not_found(
-        lambda: client.delete_cluster(name=name),
-        f"deleting EKS cluster {name}",
-        code_in("ResourceNotFoundException", "ResourceInUseException"),
-    )
+def delete_cluster(client: Any, name: str) -> bool:
+    """Start deleting the cluster (already gone, or already being deleted: nothing to do).
+    False when EKS refuses for now (ResourceInUseException: it is being created or updated):
+    the caller looks again later."""
+    try:
+        unless_not_found(lambda: client.delete_cluster(name=name),
+                         f"deleting EKS cluster {name}", _NOT_FOUND)
+    except HypdError as exc:
+        if exc.details.get("awsErrorCode") == "ResourceInUseException":
+            return False
+        raise
+    return True
 
 
 def create_access_entry(

@@ -33,8 +33,14 @@ def workloads(services: FeatureServices, where: TeardownInput,
     """Every job and inference object, deleted in the foreground while the nodes and the
     operators are up (their finalizers stop the pods and remove the SageMaker endpoints);
     done once the objects, the jobs' pods and the endpoints are gone."""
-    if eks_api.find_cluster(services.client("eks"), where.eks_name) is None:
+    cluster = eks_api.find_cluster(services.client("eks"), where.eks_name)
+    if cluster is None:
         return Look()
+    if cluster.get("status") in eks_api.NEVER_ACTIVE:
+        # EKS gives a cluster its endpoint only once it is up: no Kubernetes API, no workloads.
+        return Look(skipped=f"EKS cluster {where.eks_name} never became ACTIVE (it is "
+                            f"{cluster.get('status')}): it has no Kubernetes API to run "
+                            "workloads on")
     api = services.clients.kubernetes(where.eks_name)
     try:
         objects = list_kinds(api, [TRAINING_JOB, *ENDPOINT_KINDS])

@@ -81,6 +81,9 @@ class Look:
     """Resources of the stage the look found that may be gone already (IAM roles it deleted
     at once, an endpoint registered since the plan): reported deleted with the rest once the
     stage ends."""
+    skipped: str | None = None
+    """Why the stage had nothing to do because what it works in never existed (an EKS
+    cluster that never became ACTIVE has no Kubernetes API): reported in its output."""
 
     @property
     def done(self) -> bool:
@@ -114,7 +117,8 @@ def stage_task(router: TaskRouter, stage: str, look: Looker) -> None:
             seen = look(services, where, known, start)
             targets = distinct([*known, *seen.left, *seen.found])
             if seen.done:
-                return {**poll_result(True), "deleted": _views(targets)}
+                return {**poll_result(True), "deleted": _views(targets),
+                        **({"skipped": seen.skipped} if seen.skipped else {})}
             elapsed, wait = Steps.elapsed(operation, stage), WAITS[stage]
             left = [*seen.left, *seen.waiting]
             what = ", ".join(f"{r.type} {r.name}" for r in left) + (
@@ -129,7 +133,7 @@ def stage_task(router: TaskRouter, stage: str, look: Looker) -> None:
 
         return services.steps.step(
             task, stage, work, start=start, complete=ready,
-            summarize=lambda r: {"deleted": r["deleted"]},
+            summarize=lambda r: {k: r[k] for k in ("deleted", "skipped") if k in r},
             progress=lambda r: {k: r[k] for k in ("remaining", "seen", "reason") if k in r},
         )
 

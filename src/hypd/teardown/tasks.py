@@ -62,13 +62,18 @@ def hyperpod(services: TeardownServices, where: TeardownInput,
 
 def eks(services: TeardownServices, where: TeardownInput,
         known: Sequence[Resource], start: bool) -> Look:
-    """DeleteCluster (its access entries go with it), then until it is not found."""
+    """DeleteCluster (its access entries go with it), then until it is not found. A cluster
+    still being created (a create that gave up on it) is deleted once EKS has finished it."""
     client = services.client("eks")
     cluster = eks_api.find_cluster(client, where.eks_name)
     if cluster is None:
         return Look()
-    if cluster.get("status") != "DELETING":
-        eks_api.delete_cluster(client, where.eks_name)
+    status = cluster.get("status")
+    if status != "DELETING" and not eks_api.delete_cluster(client, where.eks_name):
+        # EKS deletes no cluster being created or updated: it is waited for.
+        return Look([Resource("EksCluster", where.eks_name, cluster.get("arn"),
+                              {"status": status})],
+                    reason=f"EKS deletes no cluster while it is {status}")
     return Look([Resource("EksCluster", where.eks_name, cluster.get("arn"),
                           {"status": "DELETING"})])
 

@@ -102,6 +102,20 @@ def test_a_stage_ends_once_nothing_is_left_and_reports_the_plan_and_what_it_foun
         {"type": "FsxFileSystem", "name": "fs-2"}]}
 
 
+def test_a_stage_with_nothing_to_work_in_ends_at_once_saying_why_it_skipped(
+        router: TaskRouter, services: Services) -> None:
+    operation_id = started(services)
+    services.looks = [Look(skipped="EKS cluster hypd-t never became ACTIVE")]
+
+    assert call(router, services, "teardown-storage", operation_id)["ready"] is True
+    stage = services.operations.get(operation_id).stage("storage")
+    assert stage.status is StageStatus.SUCCEEDED
+    # The plan's resources are reported as ever (a stage never deletes less than planned).
+    assert stage.output == {
+        "deleted": [{"type": "FsxFileSystem", "name": "fs-1", "arn": "arn:fs-1"}],
+        "skipped": "EKS cluster hypd-t never became ACTIVE"}
+
+
 def test_a_stage_waiting_past_its_budget_fails_naming_what_is_left_and_why(
         router: TaskRouter, services: Services, fixed_clock: FakeClock) -> None:
     operation_id = started(services)
