@@ -34,6 +34,7 @@ from hypd_local.clock import VirtualClock
 from hypd_local.emulation_admin import AdminHandler
 from hypd_local.emulation_behave import Workloads
 from hypd_local.emulation_kube import GroupConfig, KubernetesSync
+from hypd_local.emulation_logs import LogGroupSync
 from hypd_local.emulation_network import NetworkInterfaceSync
 from hypd_local.emulator.eks import EksEmulator
 from hypd_local.emulator.faults import Faults
@@ -104,7 +105,7 @@ class _WallClock:
         return datetime.now(UTC)
 
 
-class Emulation(KubernetesSync, NetworkInterfaceSync):
+class Emulation(KubernetesSync, NetworkInterfaceSync, LogGroupSync):
     def __init__(
         self,
         *,
@@ -161,6 +162,7 @@ class Emulation(KubernetesSync, NetworkInterfaceSync):
         self._progress: dict[str, Any] = {}
         self._workload_due: datetime | None = None
         self._interfaces: dict[str, str | None] = {}
+        self._log_groups: set[str] = set()
         self._interfaces_seen: tuple[datetime, int, int] | None = None
         """The clock's time and the emulators' revisions when the interfaces were synced."""
         self._tick_lock = threading.Lock()
@@ -229,6 +231,7 @@ class Emulation(KubernetesSync, NetworkInterfaceSync):
         self._workload_due = None
         self._ticked_through = None
         self._interfaces.clear()
+        self._log_groups.clear()
         self._interfaces_seen = None
 
     def _tick_forever(self) -> None:
@@ -285,11 +288,12 @@ class Emulation(KubernetesSync, NetworkInterfaceSync):
         self.check_schedule()
 
     def _sync_changed_interfaces(self) -> None:
-        """`_sync_interfaces`, unless nothing it reads changed since the last one (called
-        under the tick lock)."""
+        """`_sync_interfaces` and `_sync_log_groups`, unless nothing they read changed since
+        the last time (called under the tick lock)."""
         seen = (self.clock.now(), self.eks.revision, self.hyperpod.revision)
         if seen != self._interfaces_seen:
             self._sync_interfaces()
+            self._sync_log_groups()
             self._interfaces_seen = seen
 
     def check_schedule(self) -> None:

@@ -66,6 +66,13 @@ def test_a_full_cluster_is_torn_down_to_nothing(api: ApiClient, cloud: Any) -> N
     kept = {(k["type"], k["name"]): k["reason"] for k in plan["kept"]}
     assert "the user's" in kept[("S3Bucket", TLS_BUCKET)]
     assert [name for kind, name in kept if kind == "IamRole"], "the deployment's roles are kept"
+    # HyperPod's log group of the nodes' lifecycle scripts is named, kept, with how to delete it.
+    cluster_id = cloud.client("sagemaker").describe_cluster(
+        ClusterName=CLUSTER)["ClusterArn"].rsplit("/", 1)[-1]
+    log_group = f"/aws/sagemaker/Clusters/{CLUSTER}/{cluster_id}"
+    assert "HyperPod's logs" in kept[("LogGroup", log_group)]
+    assert f"aws logs delete-log-group --log-group-name {log_group}" in kept[
+        ("LogGroup", log_group)]
 
     # Running workloads refuse it; protection too; then force.
     running = refused(lambda: api.call("deleteCluster", tag=TAG))
@@ -100,6 +107,13 @@ def test_a_full_cluster_is_torn_down_to_nothing(api: ApiClient, cloud: Any) -> N
     nothing_left(cloud)
     for bucket in ("team-data", TLS_BUCKET):
         assert cloud.client("s3").head_bucket(Bucket=bucket)
+    # What was kept is still there, and the operation's output says so, as the plan did.
+    logs = cloud.client("logs").describe_log_groups(logGroupNamePrefix="/aws/sagemaker/")
+    assert [g["logGroupName"] for g in logs["logGroups"]] == [log_group]
+    def named(views: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+        return [(k["type"], k["name"], k["reason"]) for k in views]
+
+    assert named(operation["output"]["kept"]) == named(forced["kept"])
     record = api.get(f"/clusters/{TAG}")
     assert record["status"] == "DELETED"
     history = [o["kind"] for o in api.get("/operations", clusterTag=TAG)["operations"]]
@@ -318,3 +332,30 @@ def test_a_cluster_whose_eks_never_became_active_is_deleted_skipping_its_kuberne
         assert attempt["looks"] > 2, attempt
     nothing_left(cloud)
     assert api.get(f"/clusters/{TAG}")["status"] == "DELETED"
+
+
+def test_interfaces_the_vpc_cni_left_available_are_deleted_before_the_network(
+        api: ApiClient, cloud: Any) -> None:
+    # Given a cluster whose VPC CNI left an interface `available` (its node went without
+    # detaching it): tagged with the EKS cluster's name, it holds its subnet
+    create(api, cloud)
+    ec2 = cloud.client("ec2")
+    stack_subnets = ec2.describe_subnets(Filters=[{
+        "Name": "tag:aws:cloudformation:stack-name", "Values": [f"hypd-{TAG}-network"]}])
+    subnet = stack_subnets["Subnets"][0]["SubnetId"]
+    left_behind = ec2.create_network_interface(
+        SubnetId=subnet, Description="aws-K8S-i-0123456789abcdef0",
+        TagSpecifications=[{"ResourceType": "network-interface", "Tags": [
+            {"Key": "cluster.k8s.amazonaws.com/name", "Value": CLUSTER},
+            {"Key": "node.k8s.amazonaws.com/instance_id", "Value": "i-0123456789abcdef0"}]}],
+    )["NetworkInterface"]["NetworkInterfaceId"]
+
+    # When the cluster is deleted
+    operation = run(api, cloud, api.call("deleteCluster", tag=TAG))
+
+    # Then the network stage deleted the interface, reported it, and the stack went after it
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    network = deleted_by_stage(operation)["network"]
+    assert ("NetworkInterface", left_behind) in network
+    assert ("CloudFormationStack", f"hypd-{TAG}-network") in network
+    nothing_left(cloud)

@@ -138,7 +138,7 @@ def delete_cluster(tag: Tag, force: Force = False, forget: Forget = False) -> Re
         raise TeardownRefused(list(teardown.blockers))
     work = TeardownInput(tag=tag, eks_name=record.eks_name, hyperpod_name=record.hyperpod_name,
                          force=force, vpc_id=record.eks.vpc_id if record.eks else None,
-                         planned=teardown.recorded())
+                         planned=teardown.recorded(), kept=teardown.kept_views())
     operation = start(OperationKind.DELETE_CLUSTER, work, tag)
     services().clusters.set_status(tag, ClusterStatus.DELETING, operation.id)
     return accepted(operation)

@@ -228,6 +228,35 @@ def list_service_interfaces(client: Any, vpc_id: str) -> list[str]:
                   if i.get("RequesterManaged") and i.get("InterfaceType") != "nat_gateway")
 
 
+CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"
+"""The tag the Amazon VPC CNI puts on each network interface it makes: the EKS cluster's name."""
+
+
+def list_cni_interfaces(client: Any, vpc_id: str, eks_name: str) -> list[dict[str, str]]:
+    """The network interfaces the Amazon VPC CNI made in the VPC for EKS cluster `eks_name`
+    (tag `CNI_CLUSTER_TAG`), each ``{"id", "status", "subnetId"}``. The CNI leaves an
+    interface ``available`` when its node goes without detaching it cleanly; nothing deletes
+    it then, and it holds its subnet (DeleteSubnet: DependencyViolation)."""
+    raw = all_pages(
+        client,
+        "describe_network_interfaces",
+        "NetworkInterfaces",
+        f"listing the network interfaces of EKS cluster {eks_name} in VPC {vpc_id}",
+        Filters=_filters({"vpc-id": vpc_id, f"tag:{CNI_CLUSTER_TAG}": eks_name}),
+    )
+    return sorted(({"id": str(i["NetworkInterfaceId"]), "status": str(i.get("Status")),
+                    "subnetId": str(i.get("SubnetId"))} for i in raw), key=lambda i: i["id"])
+
+
+def delete_network_interface(client: Any, interface_id: str) -> bool:
+    """Delete an unattached interface; True when it is gone, False while EC2 says it is in
+    use (attached again since it was listed)."""
+    return _delete_unless_in_use(
+        lambda: client.delete_network_interface(NetworkInterfaceId=interface_id),
+        f"deleting network interface {interface_id}", "InvalidNetworkInterfaceID.NotFound",
+        in_use="InvalidNetworkInterface.InUse")
+
+
 def list_gateway_endpoints(client: Any, vpc_id: str, service_name: str) -> list[VpcEndpoint]:
     """The VPC's gateway endpoints for `service_name` that are not being deleted."""
     raw = all_pages(
@@ -281,16 +310,17 @@ def create_subnet(
     return subnet if subnet.tags else replace(subnet, tags=dict(tags))
 
 
-def _delete_unless_in_use(call: Callable[[], Any], action: str, not_found: str) -> bool:
+def _delete_unless_in_use(call: Callable[[], Any], action: str, not_found: str, *,
+                          in_use: str = "DependencyViolation") -> bool:
     """`call()` (a deletion); True when the resource is gone (already, or now), False while
-    EC2 refuses with DependencyViolation (it is still in use)."""
+    EC2 refuses with `in_use` (it is still in use)."""
     try:
         call()
     except ClientError as exc:
         code = error_code(exc)
         if code == not_found:
             return True
-        if code == "DependencyViolation":
+        if code == in_use:
             return False
         raise translate(exc, action) from exc
     except NETWORK_ERRORS as exc:

@@ -20,3 +20,5 @@ class TeardownInput(BaseModel):
     planned: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     """The plan's steps when the DELETE was accepted: stage -> resource views. A stage ends
     by reporting these deleted (each gone), with what else of its kind it found."""
+    kept: list[dict[str, Any]] = Field(default_factory=list)
+    """What the plan keeps, each view with its ``reason``: the operation's output repeats it."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypd.aws import eks as eks_api
+from hypd.aws import logs as logs_api
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.clusters.models import HYPD_TAG_KEY, Cluster, ClusterSource, deletion_refusal
 from hypd.create.storage import CLAIM_NAME
@@ -23,6 +24,24 @@ from hypd.workloads.cluster import list_kinds
 from hypd.workloads.manifests import ENDPOINT_KINDS, TRAINING_JOB
 
 DEPLOYMENT_ROLE = "the deployment's role: every cluster hypd creates uses it"
+HYPERPOD_LOGS = (
+    "HyperPod's logs of the cluster's nodes (lifecycle scripts): HyperPod made it and never "
+    "deletes it; kept for what went wrong, with its retention ({retention}); "
+    "aws logs delete-log-group --log-group-name {name} deletes it")
+
+
+def hyperpod_log_groups(logs: Any, hyperpod_name: str) -> list[Resource]:
+    """The log groups HyperPod wrote the cluster's nodes' lifecycle-script logs to,
+    ``/aws/sagemaker/Clusters/<name>/<id>``: one per cluster of that name there was."""
+    return [Resource("LogGroup", str(g["logGroupName"]), g.get("arn"),
+                     {"retentionDays": g["retentionInDays"]} if g.get("retentionInDays") else {})
+            for g in logs_api.log_groups(logs, f"/aws/sagemaker/Clusters/{hyperpod_name}/")]
+
+
+def _log_group_kept(group: Resource) -> tuple[Resource, str]:
+    days = group.detail.get("retentionDays")
+    retention = f"{days} days" if days else "never expires"
+    return group, HYPERPOD_LOGS.format(retention=retention, name=group.name)
 
 
 def _role(arn: str) -> Resource:
@@ -83,6 +102,9 @@ def read(clients: FeatureClients, record: Cluster,
                                      "the cluster's storage: the user's data, never deleted"))
         else:
             kept.append((found, f"not tagged {HYPD_TAG_KEY}={tag}: hypd did not create it"))
+
+    kept += [_log_group_kept(g) for g in hyperpod_log_groups(clients.client("logs"),
+                                                             record.hyperpod_name)]
 
     subnets, stack = finders.network_of(
         clients.client("cloudformation"), clients.client("ec2"), tag,

@@ -141,6 +141,10 @@ class Plan:
         with whatever else of its kind it found and deleted)."""
         return {stage: [r.view() for r in resources] for stage, resources in self.steps}
 
+    def kept_views(self) -> list[dict[str, Any]]:
+        """What is kept, each resource's view with why."""
+        return [{**r.view(), "reason": why} for r, why in self.kept]
+
     def view(self) -> dict[str, Any]:
         return {
             "tag": self.tag,
@@ -149,7 +153,7 @@ class Plan:
             "steps": [{"stage": stage, "resources": [r.view() for r in resources]}
                       for stage, resources in self.steps],
             "parallel": [list(branch) for branch in BRANCHES],
-            "kept": [{**r.view(), "reason": why} for r, why in self.kept],
+            "kept": self.kept_views(),
             "blockers": [b.view() for b in self.blockers],
         }
 

@@ -99,10 +99,13 @@ def network(services: TeardownServices, where: TeardownInput,
     route tables), then the stack. Network interfaces HyperPod and EKS made linger a few
     minutes after them: a DependencyViolation meanwhile is waited out, not fatal, and the
     stack is deleted once none is left in its VPC (one DeleteStack, not one per look that
-    ends DELETE_FAILED on the interfaces)."""
+    ends DELETE_FAILED on the interfaces). The interfaces the VPC CNI left `available` for
+    the EKS cluster are deleted first: nothing else ever would."""
     cfn, ec2 = services.client("cloudformation"), services.client("ec2")
     made, stack = finders.network_of(cfn, ec2, where.tag, where.vpc_id)
-    left: list[Resource] = []
+    network_vpc = where.vpc_id or (stack.detail.get("vpcId") if stack is not None else None)
+    left, found = (_cni_interfaces(ec2, str(network_vpc), where.eks_name) if network_vpc
+                   else ([], []))
     for resource in made:
         if resource.type == "VpcEndpoint":
             ec2_api.delete_vpc_endpoint(ec2, resource.name)
@@ -132,7 +135,26 @@ def network(services: TeardownServices, where: TeardownInput,
         elif not left and status != "DELETE_IN_PROGRESS":
             cfn_api.delete_stack(cfn, stack.name)
         left.append(stack)
-    return Look(left, reason=reason)
+    return Look(left, reason=reason, found=found)
+
+
+def _cni_interfaces(ec2: Any, vpc_id: str, eks_name: str
+                    ) -> tuple[list[Resource], list[Resource]]:
+    """The network interfaces the VPC CNI left for the EKS cluster in its VPC: the available
+    ones deleted (they would hold their subnets, and so the stack, forever), those still
+    attached waited for. Returns (left, deleted)."""
+    left, deleted = [], []
+    for interface in ec2_api.list_cni_interfaces(ec2, vpc_id, eks_name):
+        resource = Resource("NetworkInterface", interface["id"],
+                            detail={"subnetId": interface["subnetId"]})
+        if interface["status"] == "available" and ec2_api.delete_network_interface(
+                ec2, interface["id"]):
+            deleted.append(resource)
+        else:
+            left.append(Resource("NetworkInterface", interface["id"],
+                                 detail={"subnetId": interface["subnetId"],
+                                         "status": interface["status"]}))
+    return left, deleted
 
 
 for _stage, _look in (("hyperpod", hyperpod), ("eks", eks), ("storage", storage),
@@ -163,7 +185,7 @@ def finish(task: OperationInput, services: TeardownServices) -> dict[str, Any]:
         where = TeardownInput.model_validate(operation.input)
         deleted = [r for stage in operation.stages
                    for r in (stage.output or {}).get("deleted") or []]
-        return {"tag": where.tag, "deleted": deleted}
+        return {"tag": where.tag, "deleted": deleted, "kept": where.kept}
 
     return services.steps.finish(task, output)
 

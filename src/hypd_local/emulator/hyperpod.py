@@ -39,6 +39,13 @@ AUTOSCALING_FAILS = (
 )
 
 
+def lifecycle_log_group(cluster_name: str, cluster_arn: str) -> str:
+    """HyperPod's log group of a cluster: ``/aws/sagemaker/Clusters/<name>/<id>``, the id
+    being the last part of the cluster's ARN (SageMaker HyperPod developer guide, lifecycle
+    scripts' logs in CloudWatch)."""
+    return f"/aws/sagemaker/Clusters/{cluster_name}/{cluster_arn.rsplit('/', 1)[-1]}"
+
+
 class HyperPodEmulator(HyperPodClusters, HyperPodNodes, HyperPodPlans, HyperPodGovernance,
                        HyperPodNetwork):
     """SageMaker HyperPod clusters, nodes, training plans and task governance (scheduler
@@ -118,6 +125,15 @@ class HyperPodEmulator(HyperPodClusters, HyperPodNodes, HyperPodPlans, HyperPodG
                 self._reboot(c, node, start)
             else:
                 self._replace(c, node, start)
+
+    def lifecycle_log_groups(self) -> list[str]:
+        """The CloudWatch log groups HyperPod has written its nodes' lifecycle-script logs to
+        by now, ``/aws/sagemaker/Clusters/<name>/<id>``: one per cluster a node of which has
+        launched. HyperPod never deletes them: they outlive the cluster."""
+        with self._lock:
+            now = self._now()
+            return [lifecycle_log_group(c.name, c.arn) for c in self._clusters.values()
+                    if any(n.launch_time <= now for n in c.nodes.values())]
 
     def orchestrated_by(self, eks_arn: str) -> list[str]:
         """The names of the clusters not gone (Deleting ones too) whose

@@ -86,6 +86,7 @@ _EC2_TARGETS: dict[str, tuple[str, ...]] = {
     "RevokeSecurityGroupIngress": ("GroupId",),
     "RevokeSecurityGroupEgress": ("GroupId",),
     "DeleteSubnet": ("SubnetId",),
+    "DeleteNetworkInterface": ("NetworkInterfaceId",),
     "DeleteVpc": ("VpcId",),
     "DeleteRouteTable": ("RouteTableId",),
     "DeleteSecurityGroup": ("GroupId",),
