@@ -291,6 +291,9 @@ def test_watch_on_a_failing_operation_exits_1_with_the_stage_and_error_then_retr
     assert re.search(rf"^  NoSuchBucket: .*{BUCKET}", watched.out, re.M)
     assert f"hypd ops retry {operation_id} --wait --endpoint {url}" in watched.out
 
+    # The watch ends when the record says FAILED; the execution may still be recording what
+    # stopped beside it (the EKS branch's cancelled attempt): compare once it has ended.
+    cloud.wait_for_executions(timeout=60)
     as_json = run_cli("ops", "watch", operation_id, "-o", "json", endpoint=url)
     assert as_json.code == 1
     assert json.loads(as_json.out) == api.get(f"/operations/{operation_id}")
