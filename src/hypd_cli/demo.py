@@ -49,9 +49,19 @@ def run(args: argparse.Namespace) -> int:
 
     if local_extra_missing("local demo"):
         return 2
+    from hypd_cli.helm import ensure_helm
+    from hypd_local import TemplateError
     from hypd_local.template import find_template
 
-    template = args.template or find_template()
+    try:
+        template = args.template or find_template()
+    except TemplateError as exc:
+        print(f"hypd local demo: {exc}", file=sys.stderr)
+        return 1
+    no_helm = ensure_helm()
+    if no_helm:  # the dependencies stage installs the chart with helm
+        print(f"hypd local demo: {no_helm}", file=sys.stderr)
+        return 1
     if args.verbose:
         return _demo(template, args.region, args.tag, sys.stdout)
     # The functions write their logs and EMF metrics to stdout, as on Lambda: send those to a

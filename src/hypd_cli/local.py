@@ -123,6 +123,7 @@ def run_up(
     """Run the local cloud until ``stop`` is set (SIGINT/SIGTERM set it from the main thread)."""
     if local_extra_missing("local up"):
         return 2
+    from hypd_cli.helm import ensure_helm
     from hypd_local import LocalCloud, TemplateError
     from hypd_local.seed import seed_clusters
 
@@ -130,7 +131,14 @@ def run_up(
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet_known_gaps()
-    template = (args.template or default_template()).resolve()
+    try:
+        template = (args.template or default_template()).resolve()
+    except TemplateError as exc:
+        print(f"hypd local up: {exc}", file=sys.stderr)
+        return 1
+    no_helm = ensure_helm()
+    if no_helm:  # the cloud serves; a create fails at its dependencies stage, saying so
+        print(f"hypd local up: warning: {no_helm}", file=sys.stderr)
     try:
         parameters = {
             **local_parameters(template),

