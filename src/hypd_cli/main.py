@@ -41,11 +41,29 @@ def build_parser() -> argparse.ArgumentParser:
             "--no-sign-request, -o/--output) go before or after the command."
         ),
     )
+    parser.add_argument("--version", action="version", version=version_line(),
+                        help="print hypd's version (and Python's, botocore's) and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
+
+
+def version_line() -> str:
+    """``hypd 0.1.0 (Python 3.11.2, botocore 1.44.0)``: the installed distribution's version,
+    as the aws CLI names itself and what it runs on."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(distribution: str) -> str:
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return (f"hypd {of('hypd')} (Python {platform.python_version()}, "
+            f"botocore {of('botocore')})")
 
 
 GLOBAL_VALUE_OPTIONS = ("--endpoint", "--region", "--profile", "--stack-name", "-o", "--output")

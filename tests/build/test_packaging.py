@@ -243,3 +243,8 @@ def test_the_installed_wheel_runs_the_demo_outside_the_checkout(
         [str(python), "-c", "import hypd_local.template as t; print(t.find_template())"],
         cwd=empty, capture_output=True, text=True, check=True).stdout.strip()
     assert located.startswith(purelib), located
+    # And the installed command says which hypd it is
+    named = subprocess.run(  # noqa: S603
+        [str(venv / "bin" / "hypd"), "--version"], capture_output=True, text=True, check=True,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout
+    assert named.startswith(f"hypd {importlib.metadata.version('hypd')} (Python "), named
