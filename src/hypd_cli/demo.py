@@ -10,9 +10,7 @@ the nodes and their status, the storage claim, and the virtual time each stage t
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hypd_cli.api_client import ApiClient, ApiError
+from hypd_cli.local_output import function_output, new_log_file
 from hypd_cli.output import stage_table
 from hypd_cli.tables import render_table
 
@@ -62,17 +61,14 @@ def run(args: argparse.Namespace) -> int:
     if no_helm:  # the dependencies stage installs the chart with helm
         print(f"hypd local demo: {no_helm}", file=sys.stderr)
         return 1
-    if args.verbose:
-        return _demo(template, args.region, args.tag, sys.stdout)
-    # The functions write their logs and EMF metrics to stdout, as on Lambda: send those to a
-    # log file and keep the terminal for what the demo itself reports.
+    # The functions write their logs and EMF metrics to stdout, as on Lambda: they go to a
+    # log file (with --verbose, to the terminal), and the terminal keeps what the demo reports.
     out = sys.stdout
-    with (
-        tempfile.NamedTemporaryFile("w", prefix="hypd-demo-", suffix=".log", delete=False) as log,
-        contextlib.redirect_stdout(log),
-    ):
+    log_path = None if args.verbose else new_log_file("hypd-demo-")
+    with function_output(log_path, "WARNING"):
         code = _demo(template, args.region, args.tag, out)
-    print(f"Function logs and metrics: {log.name}", file=out)
+    if log_path is not None:
+        print(f"Function logs and metrics: {log_path}", file=out)
     return code
 
 

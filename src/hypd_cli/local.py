@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from hypd_cli.api_client import ApiClient
 from hypd_cli.console import DEFAULT_PORT as DEFAULT_CONSOLE_PORT
 from hypd_cli.console import ConsoleServer
+from hypd_cli.local_output import function_output, new_log_file, operation_lines
 
 # Modules that add subcommands to "hypd local" (imported only when present).
 LOCAL_COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.demo", "hypd_cli.kubeconfig")
@@ -103,6 +104,12 @@ def _register_up(local_subparsers: Any) -> None:
                     help="do not serve the web console")
     up.add_argument("--log-level", default="WARNING",
                     choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level")
+    up.add_argument("--verbose", action="store_true",
+                    help="stream the functions' logs and the local cloud's to the terminal "
+                    "(default: to the log file the banner names)")
+    up.add_argument("--log-file", type=Path, default=None,
+                    help="where the logs go without --verbose (default: a new "
+                    "hypd-local-*.log in the temporary directory)")
     up.set_defaults(handler=run_up)
 
 
@@ -128,8 +135,7 @@ def run_up(
     from hypd_local.seed import seed_clusters
 
     out = out or sys.stdout
-    logging.basicConfig(level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_path = None if args.verbose else (args.log_file or new_log_file("hypd-local-"))
     quiet_known_gaps()
     try:
         template = (args.template or default_template()).resolve()
@@ -150,15 +156,17 @@ def run_up(
     stop = stop or threading.Event()
     restore = _on_signals(stop)
     try:
-        with LocalCloud(template, region=args.region, api_port=args.port, aws_port=args.aws_port,
-                        stack_name=args.stack_name, parameters=parameters) as cloud:
+        with function_output(log_path, args.log_level), LocalCloud(
+                template, region=args.region, api_port=args.port, aws_port=args.aws_port,
+                stack_name=args.stack_name, parameters=parameters) as cloud:
             seeded = []
             if args.seed_default:
                 seeded.extend(seed_clusters(cloud))
             if args.seed:
                 seeded.extend(seed_clusters(cloud, args.seed))
-            with _console(cloud, args) as console:
-                _print_banner(cloud, template, [s.name for s in seeded], out, console)
+            with _console(cloud, args) as console, operation_lines(cloud, out):
+                _print_banner(cloud, template, [s.name for s in seeded], out, console,
+                              log_path)
                 if on_ready is not None:
                     on_ready(cloud)
                 stop.wait()
@@ -220,7 +228,7 @@ def _parameter(item: str) -> tuple[str, str]:
 
 
 def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO,
-                  console: ConsoleServer | None = None) -> None:
+                  console: ConsoleServer | None = None, log_path: Path | None = None) -> None:
     lines = [
         f"hypd local cloud is running ({template})",
         f"  REST API       {cloud.api_url}",
@@ -228,6 +236,7 @@ def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO,
         f"  AWS endpoint   {cloud.aws_endpoint}",
         f"  virtual clock  {cloud.local_url}/_local/clock  "
         f"(POST /_local/clock/advance {{\"seconds\": N}})",
+        f"  logs           {log_path if log_path else '- (--verbose: on this terminal)'}",
     ]
     if seeds:
         lines.append(f"  seeded         {', '.join(seeds)}")
@@ -246,7 +255,7 @@ def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO,
     lines.append(f"  export AWS_ENDPOINT_URL_STS={shlex.quote(cloud.aws_endpoint)}   "
                  "(AWS_ENDPOINT_URL above covers it too)")
     lines.append("")
-    lines.append("Press Ctrl+C to stop.")
+    lines.append("A line per operation follows (virtual time, UTC). Press Ctrl+C to stop.")
     print("\n".join(lines), file=out, flush=True)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hypd_local.eventbus import aws_event_shape
@@ -25,11 +25,28 @@ class EventLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._events: deque[dict[str, Any]] = deque(maxlen=self.capacity)
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
 
     def received(self, bus: str, event: Mapping[str, Any]) -> None:
         shaped = aws_event_shape(event)
         with self._lock:
             self._events.append({"bus": bus, "event": shaped})
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(shaped | {"bus": bus})
+
+    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call `listener` with each event received from now on (as `events` returns them),
+        on the thread that put it; returns what unsubscribes it."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
 
     def events(self, *, source: str | None = None, detail_type: str | None = None,
                bus: str | None = None, after: str | None = None,
