@@ -61,7 +61,7 @@ def register(subparsers: Any) -> None:
 
 def get_autoscaling(ctx: Context) -> int:
     response = ctx.client.get_autoscaling(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     ctx.say(describe(response))

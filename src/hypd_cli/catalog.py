@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 def list_zones(ctx: Context) -> int:
     response = ctx.client.list_availability_zones()
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     rows = [(z["name"], z.get("zoneId"), z.get("state")) for z in response["availabilityZones"]]
@@ -46,7 +46,7 @@ def list_zones(ctx: Context) -> int:
 
 def list_instance_types(ctx: Context) -> int:
     response = ctx.client.list_instance_types(ctx.args.zone)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     rows = [
@@ -62,7 +62,7 @@ def list_instance_types(ctx: Context) -> int:
 
 def list_training_plans(ctx: Context) -> int:
     response = ctx.client.list_training_plans()
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     rows = [

@@ -98,6 +98,9 @@ COMMANDS: dict[str, str] = {
 }
 
 
+OUTPUTS = ("table", "json", "yaml")
+
+
 class UsageError(Exception):
     """Bad arguments or answers: exit 2 with the message."""
 
@@ -107,8 +110,14 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
     group = parser.add_argument_group("connection and output options")
     if output:
         group.add_argument(
-            "-o", "--output", choices=["table", "json"], default="table",
-            help="table (default) or json: exactly the API's response",
+            "-o", "--output", choices=OUTPUTS, default=None, type=str.lower,
+            help="table (default; json with --query), json or yaml: exactly the API's "
+            "response",
+        )
+        group.add_argument(
+            "--query", metavar="JMESPATH", default=None,
+            help="a JMESPath expression applied to the response before it is printed, as "
+            "with the aws CLI (json or yaml output)",
         )
     group.add_argument(
         "--endpoint", metavar="URL", default=None,
@@ -162,8 +171,20 @@ class Context:
     clock: Callable[[], float] = time.monotonic
 
     @property
-    def json(self) -> bool:
-        return getattr(self.args, "output", "table") == "json"
+    def output(self) -> str:
+        """``table``, ``json`` or ``yaml``: ``-o`` as given, else json with ``--query``, else
+        table. Raises `UsageError` for a table with ``--query``."""
+        given = getattr(self.args, "output", None)
+        query = getattr(self.args, "query", None)
+        if given == "table" and query:
+            raise UsageError("--query needs -o json or -o yaml (a table shows the whole "
+                             "response)")
+        return str(given or ("json" if query else "table"))
+
+    @property
+    def structured(self) -> bool:
+        """The response as data (json or yaml), not a table for people."""
+        return self.output != "table"
 
     @property
     def client(self) -> ApiClient:
@@ -173,7 +194,7 @@ class Context:
 
     def say(self, *parts: object) -> None:
         """Human-readable text: stdout for tables, stderr when stdout carries JSON."""
-        print(*parts, file=self.err if self.json else self.out, flush=True)
+        print(*parts, file=self.err if self.structured else self.out, flush=True)
 
     def command_line(self, command: str) -> str:
         """``hypd COMMAND`` with the connection flags this run was given, to copy and paste."""

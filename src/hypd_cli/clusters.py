@@ -94,7 +94,7 @@ def register(subparsers: Any) -> None:
 
 def list_clusters(ctx: Context) -> int:
     response = ctx.client.list_clusters(limit=ctx.args.limit, next_token=ctx.args.next_token)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     rows = [
@@ -112,7 +112,7 @@ def list_clusters(ctx: Context) -> int:
 
 def get_cluster(ctx: Context) -> int:
     cluster = ctx.client.get_cluster(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, cluster)
         return EXIT_OK
     eks = cluster.get("eks") or {}

@@ -189,7 +189,7 @@ def deploy_endpoint(ctx: Context) -> int:
 
 def list_endpoints(ctx: Context) -> int:
     response = ctx.client.list_inference_endpoints(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     endpoints = response.get("endpoints") or []
@@ -215,7 +215,7 @@ def _sagemaker_text(endpoint: Mapping[str, Any]) -> str:
 def get_endpoint(ctx: Context) -> int:
     endpoint = ctx.client.get_inference_endpoint(ctx.args.tag, ctx.args.name,
                                                  ctx.args.namespace)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, endpoint)
         return EXIT_OK
     ctx.say(describe_endpoint(ctx, endpoint))
@@ -271,7 +271,7 @@ def invoke_endpoint(ctx: Context) -> int:
     args = ctx.args
     answer = ctx.client.invoke_inference_endpoint(args.tag, args.name, invoke_body(ctx),
                                                   args.namespace)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, answer)
         return EXIT_OK
     body = answer.get("body")

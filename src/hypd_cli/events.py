@@ -13,7 +13,7 @@ from typing import Any
 
 from hypd_cli.cli import EXIT_OK, Context, api_command
 from hypd_cli.operations import positive_seconds
-from hypd_cli.output import DASH, short_time
+from hypd_cli.output import DASH, render_data, short_time
 from hypd_cli.watch import DEFAULT_INTERVAL, ride_out
 
 DETAIL_TYPES = {
@@ -71,8 +71,8 @@ def tail_events(ctx: Context) -> int:
             ctx.client.list_events, cluster=args.cluster, since=since,
             detail_type=detail_type, limit=limit), args.interval, ctx.sleep)
         for event in page.get("events") or []:
-            print(json.dumps(event, separators=(",", ":")) if ctx.json else event_line(event),
-                  file=ctx.out, flush=True)
+            print(render_data(ctx, event, compact=True) if ctx.structured
+                  else event_line(event), file=ctx.out, flush=True)
         if not args.follow:
             return EXIT_OK
         since = page.get("next") or since

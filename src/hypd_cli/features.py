@@ -106,7 +106,7 @@ def register(subparsers: Any) -> None:
 
 def get_features(ctx: Context) -> int:
     response = ctx.client.get_features(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     ctx.say(f"Features of cluster {response.get('tag') or ctx.args.tag}:")

@@ -134,7 +134,7 @@ def register(subparsers: Any) -> None:
 
 def list_groups(ctx: Context) -> int:
     response = ctx.client.list_instance_groups(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     ctx.say(f"Instance groups of cluster {response['tag']} "
@@ -262,7 +262,7 @@ def delete_group(ctx: Context) -> int:
 
 def list_fields(ctx: Context) -> int:
     response = ctx.client.list_instance_group_fields()
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     fields = response.get("fields", [])

@@ -93,7 +93,7 @@ def register(subparsers: Any) -> None:
 
 def get_health(ctx: Context) -> int:
     response = ctx.client.get_cluster_health(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     tag = response.get("tag") or ctx.args.tag
@@ -233,7 +233,7 @@ def policy_line(policy: Mapping[str, Any], default: bool) -> str:
 
 def node_health(ctx: Context) -> int:
     response = ctx.client.get_node_health(ctx.args.tag, ctx.args.node_id)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     latest = response.get("latest") or {}
@@ -257,7 +257,7 @@ def node_health(ctx: Context) -> int:
 
 def get_policy(ctx: Context) -> int:
     response = ctx.client.get_health_policy(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     ctx.say(describe_policy(response))
@@ -272,7 +272,7 @@ def set_health_policy(ctx: Context) -> int:
         if value is not None:
             body[field] = value
     response = ctx.client.set_health_policy(args.tag, body)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     ctx.say(f"Health policy of cluster {response.get('tag') or args.tag} set:")

@@ -167,7 +167,7 @@ def submit_job(ctx: Context) -> int:
 
 def list_jobs(ctx: Context) -> int:
     response = ctx.client.list_training_jobs(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     jobs = response.get("jobs") or []
@@ -185,7 +185,7 @@ def list_jobs(ctx: Context) -> int:
 
 def get_job(ctx: Context) -> int:
     job = ctx.client.get_training_job(ctx.args.tag, ctx.args.name, ctx.args.namespace)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, job)
         return EXIT_OK
     ctx.say(describe_job(job))
@@ -251,7 +251,7 @@ def job_logs(ctx: Context) -> int:
     response = ctx.client.get_training_job_logs(
         args.tag, args.name, namespace=args.namespace, pod=args.pod, container=args.container,
         tail=args.tail, since_seconds=args.since)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     text = str(response.get("logs") or "")

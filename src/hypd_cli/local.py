@@ -34,8 +34,8 @@ LOCAL_COMMAND_MODULES: tuple[str, ...] = ("hypd_cli.demo", "hypd_cli.kubeconfig"
 # `local` extra of pyproject.toml installs them (tests/build/test_packaging.py keeps the two in
 # step with what src/hypd_local imports).
 LOCAL_EXTRA_MODULES: tuple[str, ...] = (
-    "moto", "cfnlint", "cryptography", "jsonpath_ng", "kubernetes", "policy_sentry", "yaml",
-    "werkzeug", "urllib3",
+    "moto", "cfnlint", "cryptography", "jsonpath_ng", "kubernetes", "policy_sentry", "werkzeug",
+    "urllib3",
 )
 LOCAL_EXTRA_HINT = "pip install 'hypd[local]'"
 

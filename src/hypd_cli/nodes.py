@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
 
 def list_nodes(ctx: Context) -> int:
     response = ctx.client.list_nodes(ctx.args.tag, ctx.args.group)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     rows = [

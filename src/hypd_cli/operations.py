@@ -120,7 +120,7 @@ def list_operations(ctx: Context) -> int:
         cluster_tag=args.cluster, status=args.status, limit=args.limit,
         next_token=args.next_token,
     )
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     rows = [
@@ -143,7 +143,7 @@ def list_operations(ctx: Context) -> int:
 
 def get_operation(ctx: Context) -> int:
     operation = ctx.client.get_operation(ctx.args.operation_id)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, operation)
         return EXIT_OK
     ctx.say(describe_operation(ctx, operation))
@@ -179,7 +179,7 @@ def watch_command(ctx: Context) -> int:
 
 def retry_operation(ctx: Context) -> int:
     operation = ctx.client.retry_operation(ctx.args.operation_id)
-    if ctx.json and not ctx.args.wait:
+    if ctx.structured and not ctx.args.wait:
         print_json(ctx, operation)
         return EXIT_OK
     retries = operation.get("retries") or []
@@ -192,7 +192,7 @@ def retry_operation(ctx: Context) -> int:
 
 def cancel_operation(ctx: Context) -> int:
     operation = ctx.client.cancel_operation(ctx.args.operation_id)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, operation)
         return EXIT_OK
     ctx.say(f"Cancel requested for operation {operation['id']} ({operation['status']}); "
@@ -205,7 +205,7 @@ def follow_accepted(ctx: Context, accepted: dict[str, Any], doing: str) -> int:
     """The answer of a command that started an operation (202 ``{operationId, status, kind}``):
     with ``-o json`` and no ``--wait`` printed as it came; else said (``doing: operation ID``)
     and, with ``--wait``, followed to its end."""
-    if ctx.json and not getattr(ctx.args, "wait", False):
+    if ctx.structured and not getattr(ctx.args, "wait", False):
         print_json(ctx, accepted)
         return EXIT_OK
     ctx.say(f"{doing}: operation {accepted['operationId']} ({accepted['status']})")
@@ -223,7 +223,7 @@ def follow_change(
     it came; else ``no change:`` and what ``unchanged`` says of the response)."""
     if started(response):
         return follow_accepted(ctx, response, doing)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
     else:
         ctx.say(f"no change: {unchanged(response)}; nothing was started.")

@@ -1,6 +1,7 @@
 """Rendering API responses for people: tables, key/value blocks, durations, operations.
 
-``--output json`` bypasses all of this: `print_json` prints the API's response as it came.
+``--output json|yaml`` bypasses all of this: `print_json` prints the API's response as it came
+(after ``--query``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from hypd_cli.cli import Context
+from hypd_cli.cli import Context, UsageError
 from hypd_cli.tables import render_table
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
@@ -18,7 +19,28 @@ DASH = "-"
 
 
 def print_json(ctx: Context, data: Any) -> None:
-    print(json.dumps(data, indent=2), file=ctx.out, flush=True)
+    """The response as data: ``--query`` applied, then json or yaml (``-o``)."""
+    print(render_data(ctx, data), file=ctx.out, flush=True)
+
+
+def render_data(ctx: Context, data: Any, *, compact: bool = False) -> str:
+    """`data` after ``--query`` (JMESPath, as the aws CLI applies it), as json (one line when
+    `compact`) or yaml (one document)."""
+    query = getattr(ctx.args, "query", None)
+    if query:
+        import jmespath  # type: ignore[import-untyped]
+        from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
+
+        try:
+            data = jmespath.search(query, data)
+        except JMESPathError as exc:
+            raise UsageError(f"--query: not a JMESPath expression: {exc}") from None
+    if ctx.output == "yaml":
+        import yaml  # type: ignore[import-untyped]
+
+        document: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        return "---\n" + document.rstrip()
+    return json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2)
 
 
 def print_table(ctx: Context, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

@@ -95,7 +95,7 @@ def register(subparsers: Any) -> None:
 
 def list_teams(ctx: Context) -> int:
     response = ctx.client.list_teams(ctx.args.tag)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     teams = response.get("teams") or []
@@ -113,7 +113,7 @@ def list_teams(ctx: Context) -> int:
 
 def get_team(ctx: Context) -> int:
     response = ctx.client.get_team(ctx.args.tag, ctx.args.team)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
     ctx.say(describe_team(response))

@@ -97,7 +97,7 @@ def show_plan(ctx: Context) -> int:
         plan = ctx.client.get_teardown_plan(ctx.args.tag, force=ctx.args.force)
     except ApiError as exc:  # a DELETED cluster has no plan: its 409 says what the tag allows
         return refused(ctx, exc)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, plan)
     else:
         ctx.say(describe_plan(plan, ctx))
@@ -159,7 +159,7 @@ def _delete(ctx: Context) -> int:
     args = ctx.args
     if args.forget:
         answer = ctx.client.delete_cluster(args.tag, forget=True)
-        if ctx.json:
+        if ctx.structured:
             print_json(ctx, answer)
         else:
             ctx.say(f"Forgot cluster {args.tag}: its resources are as they were.")
@@ -184,7 +184,7 @@ def set_protection(ctx: Context) -> int:
         answer = ctx.client.set_protection(ctx.args.tag, bool(ctx.args.on))
     except ApiError as exc:
         return refused(ctx, exc)
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, answer)
     else:
         state = "on" if answer.get("enabled") else "off"

@@ -41,7 +41,7 @@ def watch_operation(
     """Poll the operation until it ends. 0 when it SUCCEEDED, 1 when it FAILED or was
     CANCELLED, 4 when ``timeout`` seconds ran out first."""
     sleep, clock = ctx.sleep, ctx.clock
-    stream = ctx.err if ctx.json else ctx.out
+    stream = ctx.err if ctx.structured else ctx.out
     live = _LiveView(stream) if stream.isatty() else None
     lines = _ChangeLines(stream)
     deadline = None if timeout is None else clock() + timeout
@@ -65,7 +65,7 @@ def watch_operation(
         print(f"\nStopped watching; the operation goes on. Watch again: "
               f"{ctx.command_line('ops watch ' + operation_id)}", file=ctx.err, flush=True)
         raise
-    if ctx.json:
+    if ctx.structured:
         print_json(ctx, operation)
     elif live is None:
         print(file=stream)

@@ -292,7 +292,7 @@ def test_incomplete_create_flags_exit_2_without_calling_the_api(
 
 
 def test_usage_errors_exit_2(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert run_cli("clusters", "list", "--output", "yaml").code == EXIT_USAGE
+    assert run_cli("clusters", "list", "--output", "xml").code == EXIT_USAGE
     assert run_cli("ops", "watch").code == EXIT_USAGE  # no ID
     assert run_cli("ops", "watch", OPERATION_ID, "--interval", "0").code == EXIT_USAGE
     assert run_cli("widgets").code == EXIT_USAGE

@@ -1,0 +1,53 @@
+"""The output conventions of the aws CLI: ``-o json|yaml|table`` (any case), ``--query`` with
+JMESPath applied before the response is printed, and its refusals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import yaml  # type: ignore[import-untyped]
+
+from hypd_cli.cli import EXIT_OK, EXIT_USAGE
+from tests.cli.conftest import CannedApi, RunCli
+
+CLUSTERS = {"clusters": [
+    {"tag": "demo", "status": "ACTIVE", "source": "CREATED", "eksName": "hypd-demo"},
+    {"tag": "lab", "status": "FAILED", "source": "CREATED", "eksName": "hypd-lab"},
+]}
+
+
+def test_yaml_output_is_the_whole_response_as_one_document(
+        run_cli: RunCli, canned: Callable[..., CannedApi]) -> None:
+    canned(CLUSTERS)
+
+    run = run_cli("clusters", "list", "-o", "YAML")
+
+    assert run.code == EXIT_OK, run.text
+    assert run.out.startswith("---\n")
+    assert yaml.safe_load(run.out) == CLUSTERS
+
+
+def test_query_selects_from_the_response_and_defaults_to_json(
+        run_cli: RunCli, canned: Callable[..., CannedApi]) -> None:
+    canned(CLUSTERS, CLUSTERS)
+
+    tags = run_cli("clusters", "list", "--query", "clusters[?status=='ACTIVE'].tag")
+    as_yaml = run_cli("clusters", "list", "--query", "clusters[].eksName", "-o", "yaml")
+
+    assert tags.code == EXIT_OK, tags.text
+    assert json.loads(tags.out) == ["demo"]
+    assert yaml.safe_load(as_yaml.out) == ["hypd-demo", "hypd-lab"]
+
+
+def test_a_bad_query_or_a_table_with_a_query_is_a_usage_error_naming_the_flag(
+        run_cli: RunCli, canned: Callable[..., CannedApi]) -> None:
+    canned(CLUSTERS, CLUSTERS)
+
+    bad = run_cli("clusters", "list", "--query", "clusters[?")
+    table = run_cli("clusters", "list", "--query", "clusters", "-o", "table")
+
+    assert bad.code == EXIT_USAGE
+    assert "--query: not a JMESPath expression" in bad.err
+    assert table.code == EXIT_USAGE
+    assert "--query needs -o json or -o yaml" in table.err
