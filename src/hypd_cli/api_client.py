@@ -168,6 +168,22 @@ class ApiConfigError(ApiClientError, ValueError):
     """The client cannot be set up: bad endpoint, no Region, no credentials, unknown profile."""
 
 
+def check_endpoint(endpoint: str, source: str = "--endpoint") -> str:
+    """`endpoint` (without a trailing slash) when it is the API's base URL: http(s), a host,
+    and a path: the stage (``/v1``); else `ApiConfigError` saying what is wrong, naming where
+    it came from (`source`)."""
+    parts = urllib.parse.urlsplit(endpoint)
+    example = "http://127.0.0.1:8080/v1 for `hypd local up`, or the stack's ApiUrl output"
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ApiConfigError(f"{source}: {endpoint!r} is not a URL (expected {example})")
+    if parts.path.strip("/") == "":
+        suggested = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/v1", "", ""))
+        raise ApiConfigError(
+            f"{source}: {endpoint} has no stage: the API's base URL ends with its stage "
+            f"(try {suggested})")
+    return endpoint.rstrip("/")
+
+
 def is_local_endpoint(endpoint: str) -> bool:
     """Whether the endpoint is on this machine (the local cloud): loopback names and addresses."""
     host = urllib.parse.urlsplit(endpoint).hostname or ""

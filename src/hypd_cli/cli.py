@@ -25,6 +25,7 @@ from hypd_cli.api_client import (
     ApiConfigError,
     ApiError,
     ApiUnreachable,
+    check_endpoint,
     endpoint_from_stack,
 )
 
@@ -143,8 +144,11 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
 def client_from_args(args: argparse.Namespace) -> ApiClient:
     """The API client the options describe. Without --endpoint or HYPD_ENDPOINT the endpoint
     is the deployed stack's ApiUrl output (`--stack-name`), and requests are signed."""
-    endpoint = getattr(args, "endpoint", None) or os.environ.get(ENDPOINT_ENV)
-    if not endpoint:
+    given = getattr(args, "endpoint", None)
+    endpoint = given or os.environ.get(ENDPOINT_ENV)
+    if endpoint:
+        endpoint = check_endpoint(endpoint, "--endpoint" if given else ENDPOINT_ENV)
+    else:
         endpoint = endpoint_from_stack(
             getattr(args, "stack_name", None) or os.environ.get(STACK_ENV) or DEFAULT_STACK_NAME,
             profile=getattr(args, "profile", None),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 import yaml  # type: ignore[import-untyped]
 
 from hypd_cli.cli import EXIT_OK, EXIT_USAGE
@@ -51,3 +52,19 @@ def test_a_bad_query_or_a_table_with_a_query_is_a_usage_error_naming_the_flag(
     assert "--query: not a JMESPath expression" in bad.err
     assert table.code == EXIT_USAGE
     assert "--query needs -o json or -o yaml" in table.err
+
+
+@pytest.mark.parametrize(("endpoint", "message"), [
+    ("localhost:8080", "--endpoint: 'localhost:8080' is not a URL (expected "
+                       "http://127.0.0.1:8080/v1"),
+    ("http://127.0.0.1:8080", "--endpoint: http://127.0.0.1:8080 has no stage: the API's base "
+                              "URL ends with its stage (try http://127.0.0.1:8080/v1)"),
+    ("http://127.0.0.1:8080/", "(try http://127.0.0.1:8080/v1)"),
+])
+def test_an_endpoint_that_is_not_the_apis_base_url_is_named_as_such(
+        run_cli: RunCli, endpoint: str, message: str) -> None:
+    run = run_cli("clusters", "list", endpoint=endpoint)
+
+    assert run.code == EXIT_USAGE
+    assert message in run.err
+    assert run.calls == []
