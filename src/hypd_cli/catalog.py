@@ -40,7 +40,8 @@ def list_zones(ctx: Context) -> int:
         print_json(ctx, response)
         return EXIT_OK
     rows = [(z["name"], z.get("zoneId"), z.get("state")) for z in response["availabilityZones"]]
-    print_table(ctx, ("ZONE", "ZONE ID", "STATE"), rows)
+    print_table(ctx, ("ZONE", "ZONE ID", "STATE"), rows,
+                empty='No Availability Zone of this Region offers HyperPod to the account.')
     return EXIT_OK
 
 
@@ -56,7 +57,8 @@ def list_instance_types(ctx: Context) -> int:
         )
         for t in response["instanceTypes"]
     ]
-    print_table(ctx, ("INSTANCE TYPE", "VCPUS", "MEMORY", "ACCELERATORS", "EFA", "ZONES"), rows)
+    print_table(ctx, ("INSTANCE TYPE", "VCPUS", "MEMORY", "ACCELERATORS", "EFA", "ZONES"), rows,
+                empty='No HyperPod instance type matches.')
     return EXIT_OK
 
 
@@ -72,7 +74,8 @@ def list_training_plans(ctx: Context) -> int:
         )
         for p in response["trainingPlans"]
     ]
-    print_table(ctx, ("NAME", "STATUS", "CAPACITY", "ZONES", "START", "END", "ARN"), rows)
+    print_table(ctx, ("NAME", "STATUS", "CAPACITY", "ZONES", "START", "END", "ARN"), rows,
+                empty='No training plan.')
     return EXIT_OK
 
 

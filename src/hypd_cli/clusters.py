@@ -105,7 +105,9 @@ def list_clusters(ctx: Context) -> int:
         )
         for c in response.get("clusters", [])
     ]
-    print_table(ctx, ("TAG", "STATUS", "SOURCE", "EKS", "HYPERPOD", "NODES", "UPDATED"), rows)
+    print_table(ctx, ("TAG", "STATUS", "SOURCE", "EKS", "HYPERPOD", "NODES", "UPDATED"), rows,
+                empty="No clusters: `hypd clusters create` makes one, `hypd clusters "
+                "discover` records the account's.")
     next_page_hint(ctx, response, "clusters list")
     return EXIT_OK
 

@@ -149,7 +149,7 @@ def list_groups(ctx: Context) -> int:
         for g in response.get("instanceGroups", [])
     ]
     print_table(ctx, ("NAME", "TYPE", "COUNT", "CAPACITY", "ZONE", "SUBNET", "STATUS", "FLAGS"),
-                rows)
+                rows, empty=f"Cluster {ctx.args.tag} has no instance group.")
     return EXIT_OK
 
 

@@ -57,7 +57,8 @@ def list_nodes(ctx: Context) -> int:
         )
         for n in response.get("nodes", [])
     ]
-    print_table(ctx, ("NODE", "GROUP", "TYPE", "STATUS", "MESSAGE", "LAUNCHED"), rows)
+    print_table(ctx, ("NODE", "GROUP", "TYPE", "STATUS", "MESSAGE", "LAUNCHED"), rows,
+                empty='No nodes.')
     return EXIT_OK
 
 

@@ -131,12 +131,13 @@ def list_operations(ctx: Context) -> int:
         )
         for op in response.get("operations", [])
     ]
-    print_table(ctx, ("OPERATION", "KIND", "CLUSTER", "STATUS", "DONE", "STAGE", "CREATED",
-                      "UPDATED"), rows)
     filters = " ".join(
         f"--{flag} {value}" for flag, value in (("cluster", args.cluster), ("status", args.status))
         if value
     )
+    print_table(ctx, ("OPERATION", "KIND", "CLUSTER", "STATUS", "DONE", "STAGE", "CREATED",
+                      "UPDATED"), rows,
+                empty=f"No operations match {filters}." if filters else "No operations.")
     next_page_hint(ctx, response, f"ops list {filters}".rstrip())
     return EXIT_OK
 

@@ -43,7 +43,13 @@ def render_data(ctx: Context, data: Any, *, compact: bool = False) -> str:
     return json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2)
 
 
-def print_table(ctx: Context, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+def print_table(ctx: Context, headers: Sequence[str], rows: Sequence[Sequence[object]],
+                *, empty: str | None = None) -> None:
+    """The rows as a table; with none, the sentence `empty` (``No clusters.``) instead of a
+    table of headers alone, as kubectl says "No resources found"."""
+    if not rows and empty is not None:
+        ctx.say(empty)
+        return
     print(render_table(headers, rows), file=ctx.out, flush=True)
 
 

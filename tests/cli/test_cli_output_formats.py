@@ -68,3 +68,23 @@ def test_an_endpoint_that_is_not_the_apis_base_url_is_named_as_such(
     assert run.code == EXIT_USAGE
     assert message in run.err
     assert run.calls == []
+
+
+@pytest.mark.parametrize(("argv", "answer", "sentence"), [
+    (["clusters", "list"], {"clusters": []}, "No clusters: `hypd clusters create` makes one"),
+    (["nodes", "list", "demo"], {"tag": "demo", "nodes": []}, "No nodes."),
+    (["ops", "list"], {"operations": []}, "No operations."),
+    (["ops", "list", "--status", "FAILED"], {"operations": []},
+     "No operations match --status FAILED."),
+    (["catalog", "training-plans"], {"trainingPlans": []}, "No training plan."),
+])
+def test_an_empty_list_says_so_instead_of_a_table_of_headers(
+        run_cli: RunCli, canned: Callable[..., CannedApi], argv: list[str],
+        answer: dict[str, object], sentence: str) -> None:
+    canned(answer)
+
+    run = run_cli(*argv)
+
+    assert run.code == EXIT_OK, run.text
+    assert sentence in run.out
+    assert "----" not in run.out
