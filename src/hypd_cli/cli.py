@@ -111,7 +111,7 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
     group = parser.add_argument_group("connection and output options")
     if output:
         group.add_argument(
-            "-o", "--output", choices=OUTPUTS, default=None, type=str.lower,
+            "-o", "--output", choices=OUTPUTS, default=None,
             help="table (default; json with --query), json or yaml: exactly the API's "
             "response",
         )

@@ -11,7 +11,7 @@ import argparse
 import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.local",
@@ -47,7 +47,33 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    _conventions(parser)
     return parser
+
+
+def _conventions(parser: argparse.ArgumentParser) -> None:
+    """What every command gets, wherever it is defined: its choices in any case (``-o JSON``,
+    ``--status failed``), and its own usage on a flag it does not know (each parser records
+    itself as the one to report with, the innermost last)."""
+    parser.set_defaults(_usage_parser=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _conventions(sub)
+        elif action.choices is not None and action.type is None and all(
+                isinstance(c, str) for c in action.choices):
+            action.type = _any_case(tuple(action.choices))
+
+
+def _any_case(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """A value's canonical spelling among `choices`, matched without regard to case (argparse
+    then checks it is one of them, and names them when it is not)."""
+    canonical = {c.lower(): c for c in choices}
+
+    def convert(value: str) -> str:
+        return canonical.get(value.lower(), value)
+
+    return convert
 
 
 def version_line() -> str:
@@ -93,7 +119,10 @@ def hoist_global_options(argv: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the usage of the command that was given them, not hypd's
+        getattr(args, "_usage_parser", parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}")
     handler = getattr(args, "handler", None) or getattr(args, "func", None)
     if handler is None:
         # A group given without its subcommand (e.g. "hypd nodes"): its help, and a usage

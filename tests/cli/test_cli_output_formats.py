@@ -10,6 +10,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 
 from hypd_cli.cli import EXIT_OK, EXIT_USAGE
+from hypd_cli.main import main
 from tests.cli.conftest import CannedApi, RunCli
 
 CLUSTERS = {"clusters": [
@@ -88,3 +89,27 @@ def test_an_empty_list_says_so_instead_of_a_table_of_headers(
     assert run.code == EXIT_OK, run.text
     assert sentence in run.out
     assert "----" not in run.out
+
+
+def test_a_flag_the_command_does_not_know_shows_that_commands_usage(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["clusters", "list", "--bogus"])
+
+    assert exited.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("usage: hypd clusters list ")
+    assert "hypd clusters list: error: unrecognized arguments: --bogus" in err
+
+
+def test_choices_are_taken_in_any_case_and_named_when_wrong(
+        run_cli: RunCli, canned: Callable[..., CannedApi]) -> None:
+    client = canned({"operations": []})
+
+    lower = run_cli("ops", "list", "--status", "failed")
+    wrong = run_cli("ops", "list", "--status", "broken")
+
+    assert lower.code == EXIT_OK, lower.text
+    assert client.sent[0][2].get("status") == "FAILED"
+    assert wrong.code == EXIT_USAGE
+    assert "invalid choice: 'broken' (choose from 'PENDING'" in wrong.err
