@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from hypd_cli.cli import EXIT_OK, Context, api_command
-from hypd_cli.operations import positive_seconds
+from hypd_cli.durations import EXAMPLES, positive_duration, since_iso
 from hypd_cli.output import DASH, render_data, short_time
 from hypd_cli.watch import DEFAULT_INTERVAL, ride_out
 
@@ -46,16 +46,18 @@ def register(subparsers: Any) -> None:
     tail.add_argument("--cluster", metavar="TAG", help="only this cluster's events")
     tail.add_argument("--type", choices=sorted(DETAIL_TYPES), dest="detail_type",
                       help="only this type of event")
-    tail.add_argument("--since", metavar="TIME",
-                      help="only events recorded after this ISO time (2026-01-15T10:00:00Z)")
+    tail.add_argument("--since", metavar="TIME", type=since_iso,
+                      help=f"only events recorded after this time: a duration ago ({EXAMPLES}) "
+                      "or an ISO time (2026-01-15T10:00:00Z)")
     tail.add_argument("--limit", type=int, default=None,
                       help=f"at most this many events at first (1-{MAX_LIMIT}; default "
                       f"{DEFAULT_LIMIT})")
     tail.add_argument("-f", "--follow", action="store_true",
                       help="keep printing new events until Ctrl+C")
-    tail.add_argument("--interval", type=positive_seconds, default=DEFAULT_INTERVAL,
-                      metavar="SECONDS",
-                      help=f"with --follow: seconds between polls (default {DEFAULT_INTERVAL:g})")
+    tail.add_argument("--interval", type=positive_duration, default=DEFAULT_INTERVAL,
+                      metavar="DURATION",
+                      help=f"with --follow: time between polls ({EXAMPLES}; default "
+                      f"{DEFAULT_INTERVAL:g}s)")
     tail.add_argument("--json", action="store_const", const="json", dest="output",
                       default="table", help="one JSON event per line (the same as -o json)")
     api_command(tail, "events tail", tail_events)

@@ -18,6 +18,7 @@ from typing import Any
 
 from hypd_cli.api_client import ApiError
 from hypd_cli.cli import EXIT_OK, Context, api_command, body_from_flags, feature_off
+from hypd_cli.durations import EXAMPLES, since_seconds
 from hypd_cli.operations import add_wait_flag, follow_accepted
 from hypd_cli.output import DASH, key_values, print_json, print_table, short_time
 from hypd_cli.tables import render_table
@@ -95,7 +96,9 @@ def register(subparsers: Any) -> None:
     logs.add_argument("--container", help="the pod's container (default: its only one)")
     logs.add_argument("--tail", type=int, default=LOG_TAIL_DEFAULT, metavar="LINES",
                       help=f"the last lines (default {LOG_TAIL_DEFAULT}, at most 10000)")
-    logs.add_argument("--since", type=int, metavar="SECONDS", help="only lines this recent")
+    logs.add_argument("--since", type=since_seconds, metavar="TIME",
+                      help=f"only lines this recent: a duration ({EXAMPLES}) or since an ISO "
+                      "time")
     api_command(logs, "jobs logs", job_logs)
 
     delete = commands.add_parser("delete", help="delete a job and its pods "

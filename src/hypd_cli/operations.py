@@ -8,6 +8,7 @@ from typing import Any
 
 from hypd_cli.api_client import started
 from hypd_cli.cli import EXIT_OK, Context, api_command
+from hypd_cli.durations import EXAMPLES, positive_duration
 from hypd_cli.output import (
     current_stage,
     operation_title,
@@ -87,21 +88,11 @@ def add_wait_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def add_wait_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--interval", type=positive_seconds, default=DEFAULT_INTERVAL,
-                        metavar="SECONDS", help=f"seconds between polls (default "
-                        f"{DEFAULT_INTERVAL:g})")
-    parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+    parser.add_argument("--interval", type=positive_duration, default=DEFAULT_INTERVAL,
+                        metavar="DURATION", help=f"time between polls ({EXAMPLES}; default "
+                        f"{DEFAULT_INTERVAL:g}s)")
+    parser.add_argument("--timeout", type=positive_duration, default=None, metavar="DURATION",
                         help="give up watching after this long (exit 4; the operation goes on)")
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be more than 0")
-    return value
 
 
 def next_page_hint(ctx: Context, response: dict[str, Any], command: str) -> None:

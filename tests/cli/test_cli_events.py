@@ -160,7 +160,7 @@ def test_follow_rides_out_a_temporary_failure_and_stops_on_a_refusal() -> None:
 
     refused = ScriptedEvents(ApiError(400, "ValidationError", "invalid request: since: bad",
                                       {}, "listEvents"))
-    code, ctx = tail(["--since", "2026-02-30T00:00:00Z"], refused)
+    code, ctx = tail(["--since", "2026-01-30T00:00:00Z"], refused)
     assert code == EXIT_FAILED
     assert "(ValidationError) when calling the listEvents operation (HTTP 400): invalid " \
         "request: since: bad" in ctx.err.getvalue()  # type: ignore[attr-defined]
