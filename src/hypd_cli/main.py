@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.catalog",
     "hypd_cli.mcp_command",
     "hypd_cli.console",
+    "hypd_cli.completion",
 )
 
 
