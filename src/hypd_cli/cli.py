@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from hypd_cli import config
 from hypd_cli.api_client import (
     DEFAULT_STACK_NAME,
     ApiClient,
@@ -135,6 +136,11 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
         help="send unsigned requests (the default for a loopback endpoint: the local cloud)",
     )
     group.add_argument(
+        "--context", metavar="NAME", default=None,
+        help="the named connection to use (hypd config; default: $HYPD_CONTEXT, else the "
+        "current one)",
+    )
+    group.add_argument(
         "--stack-name", default=None,
         help=f"without an endpoint: take the ApiUrl output of this deployed stack (default: "
         f"${STACK_ENV}, else {DEFAULT_STACK_NAME})",
@@ -142,24 +148,33 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
 
 
 def client_from_args(args: argparse.Namespace) -> ApiClient:
-    """The API client the options describe. Without --endpoint or HYPD_ENDPOINT the endpoint
-    is the deployed stack's ApiUrl output (`--stack-name`), and requests are signed."""
+    """The API client the options describe: each of them from its flag, else the environment
+    (HYPD_ENDPOINT, HYPD_STACK_NAME), else the context (`hypd_cli.config`). Without an
+    endpoint it is the deployed stack's ApiUrl output (`--stack-name`), and requests are
+    signed."""
+    try:
+        context_name, context = config.active(getattr(args, "context", None))
+    except config.ConfigError as exc:
+        raise ApiConfigError(f"--context: {exc}") from None
+    profile = getattr(args, "profile", None) or context.get("profile")
+    region = getattr(args, "region", None) or context.get("region")
     given = getattr(args, "endpoint", None)
-    endpoint = given or os.environ.get(ENDPOINT_ENV)
+    from_env = os.environ.get(ENDPOINT_ENV)
+    endpoint = given or from_env or context.get("endpoint")
     if endpoint:
-        endpoint = check_endpoint(endpoint, "--endpoint" if given else ENDPOINT_ENV)
+        source = ("--endpoint" if given else ENDPOINT_ENV if from_env
+                  else f"context {context_name}")
+        endpoint = check_endpoint(endpoint, source)
     else:
         endpoint = endpoint_from_stack(
-            getattr(args, "stack_name", None) or os.environ.get(STACK_ENV) or DEFAULT_STACK_NAME,
-            profile=getattr(args, "profile", None),
-            region=getattr(args, "region", None),
+            getattr(args, "stack_name", None) or os.environ.get(STACK_ENV)
+            or context.get("stackName") or DEFAULT_STACK_NAME,
+            profile=profile, region=region,
         )
     # Signed unless the endpoint is loopback (the local cloud) or --no-sign-request.
-    sign = False if getattr(args, "no_sign_request", False) else None
-    return ApiClient.connect(
-        endpoint, region=getattr(args, "region", None), profile=getattr(args, "profile", None),
-        sign=sign,
-    )
+    unsigned = getattr(args, "no_sign_request", False) or context.get("noSignRequest")
+    return ApiClient.connect(endpoint, region=region, profile=profile,
+                             sign=False if unsigned else None)
 
 
 @dataclass

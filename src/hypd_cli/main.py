@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hypd_cli.catalog",
     "hypd_cli.mcp_command",
     "hypd_cli.console",
+    "hypd_cli.config_command",
     "hypd_cli.completion",
 )
 
@@ -93,7 +94,8 @@ def version_line() -> str:
             f"botocore {of('botocore')})")
 
 
-GLOBAL_VALUE_OPTIONS = ("--endpoint", "--region", "--profile", "--stack-name", "-o", "--output")
+GLOBAL_VALUE_OPTIONS = ("--endpoint", "--region", "--profile", "--stack-name", "--context", "-o",
+                        "--output", "--query")
 GLOBAL_FLAGS = ("--no-sign-request",)
 
 
