@@ -555,7 +555,7 @@ def test_a_change_refused_while_another_runs_says_how_to_follow_that_one(
     run_cli: RunCli, canned: Callable[..., CannedApi]
 ) -> None:
     canned(ApiError(409, "Conflict", f"operation {OPERATION_ID} is already in progress for "
-                    "cluster#demo", {"operationId": OPERATION_ID, "scope": "cluster#demo"},
+                    "cluster demo", {"operationId": OPERATION_ID, "scope": "cluster#demo"},
                     "deleteInstanceGroup"))
 
     refused = run_cli("groups", "delete", "demo", "spot", "--endpoint", "http://127.0.0.1:9/v1")
@@ -563,7 +563,7 @@ def test_a_change_refused_while_another_runs_says_how_to_follow_that_one(
     assert refused.code == EXIT_FAILED
     assert refused.err.splitlines() == [
         "An error occurred (Conflict) when calling the deleteInstanceGroup operation (HTTP 409): "
-        f"operation {OPERATION_ID} is already in progress for cluster#demo",
+        f"operation {OPERATION_ID} is already in progress for cluster demo",
         f"Follow it: hypd ops watch {OPERATION_ID} --endpoint http://127.0.0.1:9/v1",
     ]
 

@@ -325,6 +325,8 @@ def test_a_tag_whose_lock_is_held_is_409_and_leaves_no_record(api: CreateApi) ->
     assert status == 409
     assert answer["code"] == "Conflict"
     assert answer["details"]["operationId"] == other.id
+    # in the user's words: the cluster, not the lock's storage key
+    assert answer["message"] == f"operation {other.id} is already in progress for cluster train"
     assert api.clusters.find("train") is None
     assert [op.id for op in api.operations.list().operations] == [other.id]
     assert api.locks.holder("cluster#train") == other.id

@@ -9,6 +9,7 @@ import pytest
 
 from hypd.aws.dynamodb import Table
 from hypd.errors import ConflictError
+from hypd.operations.kinds import describe_scope
 from hypd.operations.locks import LockStore
 from tests.unit.support import TABLE_NAME, SerializedClient
 
@@ -149,3 +150,12 @@ def test_concurrent_acquires_have_exactly_one_winner(dynamodb_client: Any) -> No
     assert len(conflicts) == len(contenders) - 1
     assert set(conflicts) == set(winners)
     assert LockStore(Table(client, TABLE_NAME)).holder("discover") == winners[0]
+
+
+@pytest.mark.parametrize(("scope", "words"), [
+    ("cluster#demo", "cluster demo"),
+    ("workload#demo#ml/llama", "workload ml/llama of cluster demo"),
+    ("discover", "the account's discovery"),
+])
+def test_a_lock_scope_is_named_in_a_users_words(scope: str, words: str) -> None:
+    assert describe_scope(scope) == words

@@ -140,3 +140,18 @@ def lock_scope(kind: OperationKind, cluster_tag: str | None = None,
 def cluster_lock(tag: str) -> str:
     """The lock scope of every operation on a cluster: one at a time per tag."""
     return f"{Lock.CLUSTER.value}#{tag}"
+
+
+def describe_scope(scope: str) -> str:
+    """A lock scope in a user's words (``cluster#demo`` -> ``cluster demo``,
+    ``workload#demo#ml/llama`` -> ``workload ml/llama of cluster demo``): a message never
+    shows a storage key."""
+    kind, _, rest = scope.partition("#")
+    if kind == Lock.CLUSTER.value and rest:
+        return f"cluster {rest}"
+    if kind == Lock.WORKLOAD.value and "#" in rest:
+        tag, _, workload = rest.partition("#")
+        return f"workload {workload} of cluster {tag}"
+    if kind == Lock.DISCOVER.value:
+        return "the account's discovery"
+    return scope

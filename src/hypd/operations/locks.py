@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from hypd import clock
 from hypd.aws.dynamodb import ConditionFailed, Table, Write, decode_body, encode_item
 from hypd.errors import ConflictError
+from hypd.operations.kinds import describe_scope
 from hypd.table import lock_key
 
 
@@ -42,14 +43,15 @@ class LockStore:
         holder = self.holder(scope)
         if holder is not None and not holder_ended(holder):
             raise ConflictError(
-                f"operation {holder} is already in progress for {scope}",
+                f"operation {holder} is already in progress for {describe_scope(scope)}",
                 details={"operationId": holder, "scope": scope},
             )
         try:
             self._table.put(*self.take(scope, operation_id, over=holder or ""))
         except ConditionFailed as exc:
             raise ConflictError(
-                f"another operation took the lock for {scope} at the same moment",
+                f"another operation took the lock of {describe_scope(scope)} at the same "
+                "moment",
                 details={"scope": scope},
             ) from exc
 

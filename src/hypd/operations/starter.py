@@ -24,7 +24,7 @@ from hypd.clusters.models import Cluster, ClusterStatus, require_not_deleted
 from hypd.clusters.store import ClusterStore, cluster_exists
 from hypd.errors import ConflictError, HypdError
 from hypd.operations import lifecycle
-from hypd.operations.kinds import lock_scope, spec_of
+from hypd.operations.kinds import describe_scope, lock_scope, spec_of
 from hypd.operations.locks import LockStore
 from hypd.operations.models import Operation, OperationKind
 from hypd.operations.stages import error_info
@@ -222,7 +222,8 @@ class Starter:
                 holder = self.locks.lock(scope)
                 if holder is not None and not self._ended(scope)(holder.operation_id):
                     raise ConflictError(
-                        f"operation {holder.operation_id} is already in progress for {scope}",
+                        f"operation {holder.operation_id} is already in progress for "
+                        f"{describe_scope(scope)}",
                         details={"operationId": holder.operation_id, "scope": scope},
                     )
                 if took_over:
