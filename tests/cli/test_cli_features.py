@@ -322,7 +322,7 @@ def test_a_refusal_the_cli_cannot_say_more_of_is_the_apis_error_alone(
     run_cli: RunCli, canned: Callable[..., CannedApi]
 ) -> None:
     canned(ApiError(400, "ValidationError", "invalid request: tieredCheckpointing."
-                    "memoryPercent: Input should be less than or equal to 100",
+                    "memoryPercent: must be 100 or less",
                     {"errors": [{"field": "tieredCheckpointing.memoryPercent"}]}, "setFeatures"),
            ApiError(404, "NotFound", "cluster demo has no team ml", {"team": "ml"}, "deleteTeam"))
 
@@ -333,8 +333,7 @@ def test_a_refusal_the_cli_cannot_say_more_of_is_the_apis_error_alone(
     assert too_much.code == absent.code == EXIT_FAILED
     assert too_much.err.splitlines() == [
         "An error occurred (ValidationError) when calling the setFeatures operation (HTTP 400): "
-        "invalid request: tieredCheckpointing.memoryPercent: Input should be less than or equal "
-        "to 100"]
+        "invalid request: tieredCheckpointing.memoryPercent: must be 100 or less"]
     assert absent.err.splitlines() == [
         "An error occurred (NotFound) when calling the deleteTeam operation (HTTP 404): cluster "
         "demo has no team ml"]

@@ -87,8 +87,7 @@ def test_health_commands_on_a_cluster_with_an_unhealthy_node(
                       "--max-actions-per-hour", "0", endpoint=url)
     assert invalid.code == EXIT_FAILED
     assert ("An error occurred (ValidationError) when calling the setHealthPolicy operation "
-            "(HTTP 400): invalid request: maxActionsPerHour: Input should be greater than or "
-            "equal to 1") in invalid.err
+            "(HTTP 400): invalid request: maxActionsPerHour: must be 1 or more") in invalid.err
     assert run_cli("health", "set-policy", TAG, "--action", "repair", endpoint=url).code == (
         EXIT_USAGE)
     set_ = run_cli("health", "set-policy", TAG, "--action", "replace", "--cooldown-minutes", "30",

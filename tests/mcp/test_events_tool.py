@@ -51,8 +51,8 @@ class FakeEventsApi(BaseHTTPRequestHandler):
             status, body = 404, {"code": "NotFound", "message": url.path, "details": {}}
         elif query.get("limit") == ["0"]:
             status, body = 400, {"code": "ValidationError",
-                                 "message": "invalid request: limit: Input should be greater "
-                                 "than or equal to 1", "details": {}}
+                                 "message": "invalid request: limit: must be 1 or more",
+                                 "details": {}}
         payload = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

@@ -4,6 +4,7 @@ training plans answered by a botocore hook), and the start's race on one tag wit
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -224,6 +225,10 @@ def test_the_recorded_create_event_is_served(api: CreateApi) -> None:
 
 
 # ---------------------------------------------------------------------------- 400
+LIBRARY_WORDS = re.compile(r"\^|\$'|Input should|Field required|Value error|should match")
+"""What a user should never read in a field's message: a regular expression, pydantic's words."""
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -265,6 +270,9 @@ def test_a_bad_request_is_400_naming_the_field_and_starts_nothing(
     assert answer["code"] == "ValidationError"
     assert field in answer["message"]
     assert any(field in error["field"] for error in answer["details"]["errors"])
+    # in a user's words: what is allowed, no regular expression or library prefix
+    for error in answer["details"]["errors"]:
+        assert not LIBRARY_WORDS.search(error["message"]), error
     assert_nothing_started(api, body.get("tag", "train"))
 
 

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError as Rout
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
+from hypd.api.field_messages import field_message
 from hypd.errors import (
     AwsThrottled,
     ClientRequestError,
@@ -99,7 +100,7 @@ def register_error_handlers(app: APIGatewayRestResolver) -> None:
                 if error.get("type") == "json_invalid"
                 else _field_name(error.get("loc", ())),
                 "in": (error.get("loc") or ["body"])[0],
-                "message": error.get("msg", "invalid"),
+                "message": field_message(error),
             }
             for error in exc.errors()
         ]
