@@ -365,7 +365,7 @@ def test_hypd_console_with_a_bad_endpoint_is_a_usage_error(
         ["console", "--endpoint", "ftp://nowhere", "--no-sign-request"])
 
     assert run_console(args) == 2
-    assert "the endpoint must be an http(s) URL" in capsys.readouterr().err
+    assert "--endpoint: 'ftp://nowhere' is not a URL" in capsys.readouterr().err
 
 
 # The fields the console reads straight off a GET answer: ``get(path`/clusters/${tag}/x`)).y``,
