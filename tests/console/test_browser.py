@@ -207,9 +207,14 @@ def test_a_feature_is_toggled_on_the_cluster_page_and_its_events_shown(
 
     # Then the tab lists the operation's events, as GET /events has them
     recorded = [e["id"] for e in api.list_events(cluster=TAG, limit=50)["events"]]
-    shown = [r.get_attribute("data-event")
-             for r in browser.find_elements(By.CSS_SELECTOR, "#events-list tr[data-event]")]
-    assert shown == recorded
+
+    def shown_events(driver: WebDriver) -> list[str | None]:
+        return [r.get_attribute("data-event")
+                for r in driver.find_elements(By.CSS_SELECTOR, "#events-list tr[data-event]")]
+
+    # (the tab draws its rows after its own GET /events: wait for them, not for the table)
+    wait(browser).until(lambda d: len(shown_events(d)) >= len(recorded))
+    assert shown_events(browser) == recorded
     ours = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#events-list tr[data-event]")
             if operation_id in r.text]
     assert any("set-features: RUNNING" in text and "SUCCEEDED" in text for text in ours), ours
@@ -315,6 +320,8 @@ def test_a_team_quota_is_set_and_deleted_and_the_repair_policy_saved_on_the_clus
     features = run(api, cloud, api.set_features(TAG, {"taskGovernance": {"enabled": True}}))
     assert features["status"] == "SUCCEEDED", features.get("error")
     cluster_page("teams", "#team-form")
+    # (the hint is filled in once the page has read the cluster's groups)
+    wait(browser).until(lambda d: find(d, "#team-quota-hint").text)
     assert "ml.g6.4xlarge (workers, 1)" in find(browser, "#team-quota-hint").text
 
     # When a team's quota is filled in and set
