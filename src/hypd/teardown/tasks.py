@@ -151,9 +151,8 @@ def _cni_interfaces(ec2: Any, vpc_id: str, eks_name: str
                 ec2, interface["id"]):
             deleted.append(resource)
         else:
-            left.append(Resource("NetworkInterface", interface["id"],
-                                 detail={"subnetId": interface["subnetId"],
-                                         "status": interface["status"]}))
+            resource.detail["status"] = interface["status"]
+            left.append(resource)
     return left, deleted
 
 
