@@ -100,7 +100,7 @@ COMMANDS: dict[str, str] = {
 }
 
 
-OUTPUTS = ("table", "json", "yaml")
+OUTPUTS = ("table", "json", "yaml", "text")
 
 
 class UsageError(Exception):
@@ -114,7 +114,8 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
         group.add_argument(
             "-o", "--output", choices=OUTPUTS, default=None,
             help="table (default; json with --query), json or yaml: exactly the API's "
-            "response",
+            "response; text: its values, tab-separated, as the aws CLI prints them (for "
+            "$(...) in scripts)",
         )
         group.add_argument(
             "--query", metavar="JMESPATH", default=None,
@@ -196,13 +197,13 @@ class Context:
         given = getattr(self.args, "output", None)
         query = getattr(self.args, "query", None)
         if given == "table" and query:
-            raise UsageError("--query needs -o json or -o yaml (a table shows the whole "
-                             "response)")
+            raise UsageError("--query needs -o json, -o yaml or -o text (a table shows the "
+                             "whole response)")
         return str(given or ("json" if query else "table"))
 
     @property
     def structured(self) -> bool:
-        """The response as data (json or yaml), not a table for people."""
+        """The response as data (json, yaml or text), not a table for people."""
         return self.output != "table"
 
     @property

@@ -97,11 +97,16 @@ def demo_request(api: ApiClient, tag: str, bucket: str) -> dict[str, Any]:
     }
 
 
-def create_demo_bucket(cloud: Any) -> None:
-    """The S3 bucket the demo request mounts, in the cloud's Region."""
+def create_bucket(cloud: Any, name: str) -> None:
+    """An S3 bucket of the local account in the cloud's Region (one a create may mount)."""
     cloud.client("s3").create_bucket(
-        Bucket=DEMO_BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+        Bucket=name, CreateBucketConfiguration={"LocationConstraint": cloud.region}
     )
+
+
+def create_demo_bucket(cloud: Any) -> None:
+    """The S3 bucket the demo request mounts."""
+    create_bucket(cloud, DEMO_BUCKET)
 
 
 def _demo(template: Path, region: str, tag: str, out: TextIO) -> int:

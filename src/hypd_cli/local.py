@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -97,6 +97,9 @@ def _register_up(local_subparsers: Any) -> None:
     up.add_argument("--seed-default", action="store_true",
                     help="create the default clusters: two HyperPod clusters on EKS and one EKS "
                     "cluster alone")
+    up.add_argument("--bucket", action="append", default=[], metavar="NAME",
+                    help="create this S3 bucket in the local account, for a create to mount "
+                    "(repeatable)")
     up.add_argument("--console-port", type=int, default=DEFAULT_CONSOLE_PORT,
                     help=f"port of the web console on 127.0.0.1 (default {DEFAULT_CONSOLE_PORT}; "
                     "0 picks a free port)")
@@ -130,6 +133,9 @@ def run_up(
     """Run the local cloud until ``stop`` is set (SIGINT/SIGTERM set it from the main thread)."""
     if local_extra_missing("local up"):
         return 2
+    from botocore.exceptions import ClientError
+
+    from hypd_cli.demo import create_bucket
     from hypd_cli.helm import ensure_helm
     from hypd_local import LocalCloud, TemplateError
     from hypd_local.seed import seed_clusters
@@ -164,9 +170,11 @@ def run_up(
                 seeded.extend(seed_clusters(cloud))
             if args.seed:
                 seeded.extend(seed_clusters(cloud, args.seed))
+            for bucket in args.bucket:
+                create_bucket(cloud, bucket)  # a name S3 refuses ends the start (ClientError)
             with _console(cloud, args) as console, operation_lines(cloud, out):
                 _print_banner(cloud, template, [s.name for s in seeded], out, console,
-                              log_path)
+                              log_path, args.bucket)
                 if on_ready is not None:
                     on_ready(cloud)
                 stop.wait()
@@ -174,6 +182,10 @@ def run_up(
     except (TemplateError, OSError) as exc:
         print(f"hypd local up: {exc}", file=sys.stderr)
         return 1
+    except ClientError as exc:  # --bucket NAME that S3 refuses
+        print(f"hypd local up: --bucket: {exc.response['Error'].get('Message', exc)}",
+              file=sys.stderr)
+        return 2
     finally:
         restore()
     print("Stopped.", file=out, flush=True)
@@ -228,7 +240,8 @@ def _parameter(item: str) -> tuple[str, str]:
 
 
 def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO,
-                  console: ConsoleServer | None = None, log_path: Path | None = None) -> None:
+                  console: ConsoleServer | None = None, log_path: Path | None = None,
+                  buckets: Sequence[str] = ()) -> None:
     lines = [
         f"hypd local cloud is running ({template})",
         f"  REST API       {cloud.api_url}",
@@ -240,6 +253,8 @@ def _print_banner(cloud: Any, template: Path, seeds: list[str], out: TextIO,
     ]
     if seeds:
         lines.append(f"  seeded         {', '.join(seeds)}")
+    if buckets:
+        lines.append(f"  S3 buckets     {', '.join(buckets)}")
     lines.append("")
     lines.append("Use it from another shell:")
     environment = cloud.environment()

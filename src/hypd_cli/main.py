@@ -119,13 +119,23 @@ def hoist_global_options(argv: Sequence[str]) -> list[str]:
     return rest + leading
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
-    args, unknown = parser.parse_known_args(argv)
+def parse_command(argv: Sequence[str],
+                  parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    """The command line as `hypd` reads it, without running it: a usage error exits 2 with
+    the usage of the command it was given to (the executed-docs test checks the docs'
+    commands with this)."""
+    parser = parser or build_parser()
+    args, unknown = parser.parse_known_args(hoist_global_options(argv))
     if unknown:  # the usage of the command that was given them, not hypd's
         getattr(args, "_usage_parser", parser).error(
             f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
+    args = parse_command(argv, parser)
     handler = getattr(args, "handler", None) or getattr(args, "func", None)
     if handler is None:
         # A group given without its subcommand (e.g. "hypd nodes"): its help, and a usage

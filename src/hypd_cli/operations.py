@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from hypd_cli.api_client import started
-from hypd_cli.cli import EXIT_OK, Context, api_command
+from hypd_cli.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Context, api_command
 from hypd_cli.durations import EXAMPLES, positive_duration
 from hypd_cli.output import (
     current_stage,
@@ -52,7 +54,9 @@ def register(subparsers: Any) -> None:
         "(the failing stage, its error and the retry command are printed) or was CANCELLED; "
         "4 when --timeout runs out first.",
     )
-    watch.add_argument("operation_id", metavar="ID")
+    watch.add_argument("operation_id", metavar="ID",
+                       help="the operation's id, or - to read it from stdin: an id, or the "
+                       "JSON a request answered (curl ... | hypd ops watch -)")
     add_wait_options(watch)
     api_command(watch, "ops watch", watch_command)
 
@@ -165,8 +169,40 @@ def describe_operation(ctx: Context, operation: dict[str, Any]) -> str:
 
 
 def watch_command(ctx: Context) -> int:
-    return watch_operation(ctx, ctx.args.operation_id, interval=ctx.args.interval,
+    operation_id = ctx.args.operation_id
+    if operation_id == "-":
+        read = operation_from_stdin(sys.stdin.read(), ctx.err)
+        if isinstance(read, int):
+            return read
+        operation_id = read
+    return watch_operation(ctx, operation_id, interval=ctx.args.interval,
                            timeout=ctx.args.timeout)
+
+
+def operation_from_stdin(text: str, err: TextIO) -> str | int:
+    """The operation `hypd ops watch -` follows: a bare id, or the JSON body a request answered
+    (a 202's ``operationId``, an operation's ``id``). A 200 ``changed: false`` has none: exit 0
+    (nothing started); an error body is printed: exit 1; anything else is a usage error."""
+    text = text.strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = text
+    if isinstance(body, str) and body.startswith("op-") and body.split() == [body]:
+        return body
+    if isinstance(body, dict):
+        found = body.get("operationId") or (body.get("id") if "stages" in body else None)
+        if isinstance(found, str):
+            return found
+        if body.get("changed") is False:
+            print("No change: nothing was started.", file=err)
+            return EXIT_OK
+        if "code" in body and "message" in body:
+            print(f"{body['code']}: {body['message']}", file=err)
+            return EXIT_FAILED
+    print("hypd ops watch -: stdin holds no operation (an op-... id, or a response with "
+          f"operationId); it holds: {text[:200]!r}", file=err)
+    return EXIT_USAGE
 
 
 def retry_operation(ctx: Context) -> int:

@@ -35,12 +35,35 @@ def render_data(ctx: Context, data: Any, *, compact: bool = False) -> str:
             data = jmespath.search(query, data)
         except JMESPathError as exc:
             raise UsageError(f"--query: not a JMESPath expression: {exc}") from None
+    if ctx.output == "text":
+        return text_lines(data)
     if ctx.output == "yaml":
         import yaml  # type: ignore[import-untyped]
 
         document: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         return "---\n" + document.rstrip()
     return json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2)
+
+
+def text_lines(data: Any) -> str:
+    """``-o text``, as the aws CLI's: a scalar as it is (``None`` as ``None``), a list of
+    scalars on one line, tab-separated, an object's values tab-separated, a list of objects
+    or lists one line each."""
+    def cell(value: Any) -> str:
+        if isinstance(value, (dict, list)):
+            return json.dumps(value, separators=(",", ":"))
+        return str(value)
+
+    def line(value: Any) -> str:
+        if isinstance(value, dict):
+            return "\t".join(cell(v) for v in value.values())
+        if isinstance(value, list):
+            return "\t".join(cell(v) for v in value)
+        return cell(value)
+
+    if isinstance(data, list) and any(isinstance(item, (dict, list)) for item in data):
+        return "\n".join(line(item) for item in data)
+    return line(data)
 
 
 def print_table(ctx: Context, headers: Sequence[str], rows: Sequence[Sequence[object]],

@@ -1,0 +1,110 @@
+"""The executed-docs runner itself: it fails on a doc whose command or output drifts, and on a
+block it cannot classify; these run no local cloud."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.docs.blocks import read_blocks, transcript
+from tests.docs.matching import matches
+from tests.docs.runner import check_document, commands
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _doc(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("expected", "actual", "same"), [
+    (["a  b", "c"], ["a b   ", "c", ""], True),
+    (["op-... SUCCEEDED"], ["op-9f2 SUCCEEDED"], True),
+    (["first", "...", "last"], ["first", "x", "y", "last"], True),
+    (["first", "...", "last"], ["first", "last"], True),
+    (["NAME  TYPE", "----  ----"], ["NAME TYPE", "------- ----------"], True),
+    (["first", "last"], ["first", "middle", "last"], False),
+    (["op-... SUCCEEDED"], ["op-9f2 FAILED"], False),
+    (["a"], ["a", "b"], False),
+])
+def test_output_matching(expected: list[str], actual: list[str], same: bool) -> None:
+    assert matches(expected, actual) is same
+
+
+def test_transcript_reads_commands_and_their_output() -> None:
+    block = read_blocks(ROOT / "docs" / "cli.md")
+    first = next(b for b in block if b.kind == "transcript")
+    exchanges = transcript(first)
+
+    assert exchanges[0].command.startswith("hypd ")
+    assert all(not line.startswith("$ ") for e in exchanges for line in e.expected)
+
+
+def test_commands_split_as_the_shell_does() -> None:
+    lines = ("A=1 hypd clusters list -o json | jq .  # a comment",
+             "curl -s -X POST $API/x -H \"$JSON\" \\",
+             "     -d '{\"a\": 1,", "          \"b\": 2}' && hypd ops watch -")
+
+    assert list(commands(lines)) == [
+        ["A=1", "hypd", "clusters", "list", "-o", "json"], ["jq", "."],
+        ["curl", "-s", "-X", "POST", "$API/x", "-H", "$JSON", "-d", '{"a": 1,\n          "b": 2}'],
+        ["hypd", "ops", "watch", "-"]]
+
+
+def test_a_command_that_does_not_exist_fails_a_parsed_block(tmp_path: Path) -> None:
+    doc = _doc(tmp_path, "<!-- doc-test: parse a summary -->\n```bash\n"
+               "hypd clusters list\nhypd clusters frobnicate demo\n```\n")
+
+    report = check_document(doc, ROOT, tmp_path)
+
+    assert report.failure is not None
+    assert "hypd clusters frobnicate demo" in report.failure
+    assert "invalid choice" in report.failure
+
+
+def test_a_flag_that_does_not_exist_fails_a_parsed_block(tmp_path: Path) -> None:
+    doc = _doc(tmp_path, "<!-- doc-test: parse a summary -->\n```bash\n"
+               "hypd groups scale demo spot 2 --wiat\n```\n")
+
+    report = check_document(doc, ROOT, tmp_path)
+
+    assert report.failure is not None
+    assert "unrecognized arguments: --wiat" in report.failure
+
+
+def test_a_script_that_is_missing_fails_a_parsed_block(tmp_path: Path) -> None:
+    doc = _doc(tmp_path, "<!-- doc-test: parse a benchmark -->\n```bash\n"
+               ".venv/bin/python bench/no_such_bench.py --runs 3\n```\n")
+
+    report = check_document(doc, ROOT, tmp_path)
+
+    assert report.failure is not None
+    assert "bench/no_such_bench.py does not exist" in report.failure
+
+
+def test_drifted_output_and_a_failing_command_fail_a_run(tmp_path: Path) -> None:
+    drifted = _doc(tmp_path, "```console\n$ echo one two\none three\n```\n")
+    failing = tmp_path / "failing.md"
+    failing.write_text("```bash\nX=1\nfalse\necho never\n```\n", encoding="utf-8")
+    good = tmp_path / "good.md"
+    good.write_text("```bash\nexport X=kept\n```\n\n```console\n$ echo $X\nkept\n"
+                    "$ sh -c 'exit 3'\n[3]\n```\n", encoding="utf-8")
+
+    assert "printed other output" in (check_document(drifted, ROOT, tmp_path / "a").failure or "")
+    failure = check_document(failing, ROOT, tmp_path / "b").failure or ""
+    assert "exit status 1 from: false" in failure
+    assert "never" not in failure
+    assert check_document(good, ROOT, tmp_path / "c").failure is None
+
+
+def test_a_block_of_commands_needs_a_fence_and_a_skip_its_reason(tmp_path: Path) -> None:
+    unlabeled = _doc(tmp_path, "```\n./dev bench\n```\n")
+    reasonless = tmp_path / "reasonless.md"
+    reasonless.write_text("<!-- doc-test: skip -->\n```bash\nhypd clusters list\n```\n",
+                          encoding="utf-8")
+
+    assert "give it a ```bash fence" in (check_document(unlabeled, ROOT, tmp_path).failure or "")
+    assert "needs its reason" in (check_document(reasonless, ROOT, tmp_path).failure or "")
