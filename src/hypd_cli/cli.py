@@ -100,7 +100,9 @@ COMMANDS: dict[str, str] = {
 }
 
 
-OUTPUTS = ("table", "json", "yaml")
+TABLES = ("table", "wide")
+"""The outputs for people: ``wide`` is the table with the columns ``table`` leaves out for width."""
+OUTPUTS = (*TABLES, "json", "yaml")
 
 
 class UsageError(Exception):
@@ -113,8 +115,8 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
     if output:
         group.add_argument(
             "-o", "--output", choices=OUTPUTS, default=None,
-            help="table (default; json with --query), json or yaml: exactly the API's "
-            "response",
+            help="table (default; json with --query), wide (the table with more columns), "
+            "json or yaml: exactly the API's response",
         )
         group.add_argument(
             "--query", metavar="JMESPATH", default=None,
@@ -191,11 +193,11 @@ class Context:
 
     @property
     def output(self) -> str:
-        """``table``, ``json`` or ``yaml``: ``-o`` as given, else json with ``--query``, else
-        table. Raises `UsageError` for a table with ``--query``."""
+        """``table``, ``wide``, ``json`` or ``yaml``: ``-o`` as given, else json with
+        ``--query``, else table. Raises `UsageError` for a table with ``--query``."""
         given = getattr(self.args, "output", None)
         query = getattr(self.args, "query", None)
-        if given == "table" and query:
+        if given in TABLES and query:
             raise UsageError("--query needs -o json or -o yaml (a table shows the whole "
                              "response)")
         return str(given or ("json" if query else "table"))
@@ -203,7 +205,12 @@ class Context:
     @property
     def structured(self) -> bool:
         """The response as data (json or yaml), not a table for people."""
-        return self.output != "table"
+        return self.output not in TABLES
+
+    @property
+    def wide(self) -> bool:
+        """Tables with their wide-only columns too (``-o wide``)."""
+        return self.output == "wide"
 
     @property
     def client(self) -> ApiClient:
