@@ -21,12 +21,12 @@ from typing import Any, TextIO
 
 from hypd_cli import config
 from hypd_cli.api_client import (
+    API_URL_OUTPUT,
     DEFAULT_STACK_NAME,
     ApiClient,
     ApiConfigError,
     ApiError,
     ApiUnreachable,
-    check_endpoint,
     endpoint_from_stack,
 )
 
@@ -166,17 +166,15 @@ def client_from_args(args: argparse.Namespace) -> ApiClient:
     if endpoint:
         source = ("--endpoint" if given else ENDPOINT_ENV if from_env
                   else f"context {context_name}")
-        endpoint = check_endpoint(endpoint, source)
     else:
-        endpoint = endpoint_from_stack(
-            getattr(args, "stack_name", None) or os.environ.get(STACK_ENV)
-            or context.get("stackName") or DEFAULT_STACK_NAME,
-            profile=profile, region=region,
-        )
+        stack_name = (getattr(args, "stack_name", None) or os.environ.get(STACK_ENV)
+                      or context.get("stackName") or DEFAULT_STACK_NAME)
+        endpoint = endpoint_from_stack(stack_name, profile=profile, region=region)
+        source = f"stack {stack_name}'s {API_URL_OUTPUT} output"
     # Signed unless the endpoint is loopback (the local cloud) or --no-sign-request.
     unsigned = getattr(args, "no_sign_request", False) or context.get("noSignRequest")
     return ApiClient.connect(endpoint, region=region, profile=profile,
-                             sign=False if unsigned else None)
+                             sign=False if unsigned else None, source=source)
 
 
 @dataclass
