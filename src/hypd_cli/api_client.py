@@ -304,14 +304,14 @@ class SigV4Signer:
 
 
 class ApiClient:
-    """The hypd REST API at ``endpoint`` (the stage URL, e.g. ``https://.../v1``)."""
+    """The hypd REST API at ``endpoint`` (the stage URL, e.g. ``https://.../v1``), checked
+    by `check_endpoint` (`source`: where it came from, for the message)."""
 
     def __init__(
-        self, endpoint: str, timeout: float = 30.0, *, signer: SigV4Signer | None = None
+        self, endpoint: str, timeout: float = 30.0, *, signer: SigV4Signer | None = None,
+        source: str = "--endpoint",
     ) -> None:
-        if not endpoint.startswith(("http://", "https://")):
-            raise ApiConfigError(f"the endpoint must be an http(s) URL, not {endpoint!r}")
-        self.endpoint = endpoint.rstrip("/")
+        self.endpoint = check_endpoint(endpoint, source)
         self.timeout = timeout
         self.signer = signer
 
@@ -324,17 +324,18 @@ class ApiClient:
         profile: str | None = None,
         sign: bool | None = None,
         timeout: float = 30.0,
+        source: str = "--endpoint",
     ) -> ApiClient:
-        """A client for ``endpoint``: signed (SigV4, botocore's credential chain) unless
-        ``sign`` is False, or None and the endpoint is local (loopback)."""
+        """A client for ``endpoint`` (checked first, before any credentials are looked for):
+        signed (SigV4, botocore's credential chain) unless ``sign`` is False, or None and the
+        endpoint is local (loopback)."""
+        client = cls(endpoint, timeout, source=source)
         if sign is None:
-            sign = not is_local_endpoint(endpoint)
-        signer = (
-            SigV4Signer.from_session(profile=profile, region=region, endpoint=endpoint)
-            if sign
-            else None
-        )
-        return cls(endpoint, timeout, signer=signer)
+            sign = not is_local_endpoint(client.endpoint)
+        if sign:
+            client.signer = SigV4Signer.from_session(profile=profile, region=region,
+                                                     endpoint=client.endpoint)
+        return client
 
     # -- the generic door ------------------------------------------------------------------
 

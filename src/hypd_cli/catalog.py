@@ -6,7 +6,7 @@ from typing import Any
 
 from hypd_cli.choosing import accelerators
 from hypd_cli.cli import EXIT_OK, Context, api_command
-from hypd_cli.output import gib, print_json, print_table, short_time
+from hypd_cli.output import Column, cell_at, gib, print_columns, print_json, time_at
 
 
 def register(subparsers: Any) -> None:
@@ -39,9 +39,8 @@ def list_zones(ctx: Context) -> int:
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    rows = [(z["name"], z.get("zoneId"), z.get("state")) for z in response["availabilityZones"]]
-    print_table(ctx, ("ZONE", "ZONE ID", "STATE"), rows,
-                empty='No Availability Zone of this Region offers HyperPod to the account.')
+    print_columns(ctx, ZONE_COLUMNS, response["availabilityZones"],
+                  empty="No Availability Zone of this Region offers HyperPod to the account.")
     return EXIT_OK
 
 
@@ -50,15 +49,8 @@ def list_instance_types(ctx: Context) -> int:
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    rows = [
-        (
-            t["instanceType"], t.get("vCpus") or "-", gib(t.get("memoryMiB")),
-            accelerators(t), efa(t), ", ".join(t.get("availabilityZones") or []),
-        )
-        for t in response["instanceTypes"]
-    ]
-    print_table(ctx, ("INSTANCE TYPE", "VCPUS", "MEMORY", "ACCELERATORS", "EFA", "ZONES"), rows,
-                empty='No HyperPod instance type matches.')
+    print_columns(ctx, INSTANCE_TYPE_COLUMNS, response["instanceTypes"],
+                  empty="No HyperPod instance type matches.")
     return EXIT_OK
 
 
@@ -67,15 +59,8 @@ def list_training_plans(ctx: Context) -> int:
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    rows = [
-        (
-            p["name"], p["status"], plan_capacity(p), ", ".join(p.get("availabilityZones") or []),
-            short_time(p.get("startTime")), short_time(p.get("endTime")), p["arn"],
-        )
-        for p in response["trainingPlans"]
-    ]
-    print_table(ctx, ("NAME", "STATUS", "CAPACITY", "ZONES", "START", "END", "ARN"), rows,
-                empty='No training plan.')
+    print_columns(ctx, TRAINING_PLAN_COLUMNS, response["trainingPlans"],
+                  empty="No training plan.")
     return EXIT_OK
 
 
@@ -93,3 +78,36 @@ def plan_capacity(plan: dict[str, Any]) -> str:
     if total is None:
         return types
     return f"{available if available is not None else '?'}/{total} {types} available"
+
+
+ZONE_COLUMNS = (
+    Column("ZONE", cell_at("name")),
+    Column("ZONE ID", cell_at("zoneId")),
+    Column("STATE", cell_at("state")),
+)
+
+INSTANCE_TYPE_COLUMNS = (
+    Column("INSTANCE TYPE", cell_at("instanceType")),
+    Column("VCPUS", cell_at("vCpus")),
+    Column("MEMORY", lambda t: gib(t.get("memoryMiB"))),
+    Column("ACCELERATORS", accelerators),
+    Column("EFA", efa),
+    Column("ZONES", cell_at("availabilityZones")),
+    Column("GPU MEMORY", lambda t: gib(t.get("totalGpuMemoryMiB")), wide=True),
+    Column("NETWORK CARDS", cell_at("maximumNetworkCards"), wide=True),
+    Column("EFA INTERFACES", cell_at("maximumEfaInterfaces"), wide=True),
+)
+
+TRAINING_PLAN_COLUMNS = (
+    Column("NAME", cell_at("name")),
+    Column("STATUS", cell_at("status")),
+    Column("CAPACITY", plan_capacity),
+    Column("ZONES", cell_at("availabilityZones")),
+    Column("START", time_at("startTime")),
+    Column("END", time_at("endTime")),
+    Column("ARN", cell_at("arn")),
+    Column("IN USE", cell_at("inUseInstanceCount"), wide=True),
+    Column("HOURS", cell_at("durationHours"), wide=True),
+    Column("FOR", cell_at("targetResources"), wide=True),
+    Column("MESSAGE", cell_at("statusMessage"), wide=True),
+)

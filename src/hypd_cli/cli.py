@@ -21,12 +21,12 @@ from typing import Any, TextIO
 
 from hypd_cli import config
 from hypd_cli.api_client import (
+    API_URL_OUTPUT,
     DEFAULT_STACK_NAME,
     ApiClient,
     ApiConfigError,
     ApiError,
     ApiUnreachable,
-    check_endpoint,
     endpoint_from_stack,
 )
 
@@ -100,7 +100,9 @@ COMMANDS: dict[str, str] = {
 }
 
 
-OUTPUTS = ("table", "json", "yaml", "text")
+TABLES = ("table", "wide")
+"""The outputs for people: ``wide`` is the table with the columns ``table`` leaves out for width."""
+OUTPUTS = (*TABLES, "json", "yaml", "text")
 
 
 class UsageError(Exception):
@@ -113,9 +115,9 @@ def add_api_options(parser: argparse.ArgumentParser, *, output: bool = True) -> 
     if output:
         group.add_argument(
             "-o", "--output", choices=OUTPUTS, default=None,
-            help="table (default; json with --query), json or yaml: exactly the API's "
-            "response; text: its values, tab-separated, as the aws CLI prints them (for "
-            "$(...) in scripts)",
+            help="table (default; json with --query), wide (the table with more columns), "
+            "json or yaml: exactly the API's response; text: its values, tab-separated, as "
+            "the aws CLI prints them (for $(...) in scripts)",
         )
         group.add_argument(
             "--query", metavar="JMESPATH", default=None,
@@ -165,17 +167,15 @@ def client_from_args(args: argparse.Namespace) -> ApiClient:
     if endpoint:
         source = ("--endpoint" if given else ENDPOINT_ENV if from_env
                   else f"context {context_name}")
-        endpoint = check_endpoint(endpoint, source)
     else:
-        endpoint = endpoint_from_stack(
-            getattr(args, "stack_name", None) or os.environ.get(STACK_ENV)
-            or context.get("stackName") or DEFAULT_STACK_NAME,
-            profile=profile, region=region,
-        )
+        stack_name = (getattr(args, "stack_name", None) or os.environ.get(STACK_ENV)
+                      or context.get("stackName") or DEFAULT_STACK_NAME)
+        endpoint = endpoint_from_stack(stack_name, profile=profile, region=region)
+        source = f"stack {stack_name}'s {API_URL_OUTPUT} output"
     # Signed unless the endpoint is loopback (the local cloud) or --no-sign-request.
     unsigned = getattr(args, "no_sign_request", False) or context.get("noSignRequest")
     return ApiClient.connect(endpoint, region=region, profile=profile,
-                             sign=False if unsigned else None)
+                             sign=False if unsigned else None, source=source)
 
 
 @dataclass
@@ -192,11 +192,11 @@ class Context:
 
     @property
     def output(self) -> str:
-        """``table``, ``json`` or ``yaml``: ``-o`` as given, else json with ``--query``, else
-        table. Raises `UsageError` for a table with ``--query``."""
+        """``table``, ``wide``, ``json``, ``yaml`` or ``text``: ``-o`` as given, else json with
+        ``--query``, else table. Raises `UsageError` for a table with ``--query``."""
         given = getattr(self.args, "output", None)
         query = getattr(self.args, "query", None)
-        if given == "table" and query:
+        if given in TABLES and query:
             raise UsageError("--query needs -o json, -o yaml or -o text (a table shows the "
                              "whole response)")
         return str(given or ("json" if query else "table"))
@@ -204,7 +204,12 @@ class Context:
     @property
     def structured(self) -> bool:
         """The response as data (json, yaml or text), not a table for people."""
-        return self.output != "table"
+        return self.output not in TABLES
+
+    @property
+    def wide(self) -> bool:
+        """Tables with their wide-only columns too (``-o wide``)."""
+        return self.output == "wide"
 
     @property
     def client(self) -> ApiClient:

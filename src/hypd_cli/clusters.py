@@ -17,7 +17,16 @@ from hypd_cli.cli import (
 )
 from hypd_cli.group_flags import group_keys_help, parse_group
 from hypd_cli.operations import add_paging, add_wait_flag, follow_accepted, next_page_hint
-from hypd_cli.output import key_values, print_json, print_table, short_time
+from hypd_cli.output import (
+    Column,
+    cell_at,
+    key_values,
+    print_columns,
+    print_json,
+    print_table,
+    short_time,
+    time_at,
+)
 from hypd_cli.teardown import register_under
 
 # The flags that describe a cluster: any of them means "create from flags, ask nothing".
@@ -92,22 +101,31 @@ def register(subparsers: Any) -> None:
 # -- list / get --------------------------------------------------------------------------------
 
 
+# `clusters list`. LAST SEEN: when hypd last read the cluster from AWS.
+CLUSTER_COLUMNS = (
+    Column("TAG", cell_at("tag")),
+    Column("STATUS", cell_at("status")),
+    Column("SOURCE", cell_at("source")),
+    Column("EKS", lambda c: eks_summary(c.get("eks"))),
+    Column("HYPERPOD", lambda c: hyperpod_summary(c.get("hyperpod"))),
+    Column("NODES", lambda c: nodes(c.get("hyperpod"))),
+    Column("UPDATED", time_at("updatedAt")),
+    Column("REGION", cell_at("region"), wide=True),
+    Column("VPC", cell_at("eks", "vpcId"), wide=True),
+    Column("CREATED", time_at("createdAt"), wide=True),
+    Column("LAST SEEN", time_at("lastSeenAt"), wide=True),
+    Column("LAST OPERATION", cell_at("lastOperationId"), wide=True),
+)
+
+
 def list_clusters(ctx: Context) -> int:
     response = ctx.client.list_clusters(limit=ctx.args.limit, next_token=ctx.args.next_token)
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    rows = [
-        (
-            c["tag"], c.get("status") or "-", c.get("source", "-"), eks_summary(c.get("eks")),
-            hyperpod_summary(c.get("hyperpod")), nodes(c.get("hyperpod")),
-            short_time(c.get("updatedAt")),
-        )
-        for c in response.get("clusters", [])
-    ]
-    print_table(ctx, ("TAG", "STATUS", "SOURCE", "EKS", "HYPERPOD", "NODES", "UPDATED"), rows,
-                empty="No clusters: `hypd clusters create` makes one, `hypd clusters "
-                "discover` records the account's.")
+    print_columns(ctx, CLUSTER_COLUMNS, response.get("clusters", []),
+                  empty="No clusters: `hypd clusters create` makes one, `hypd clusters "
+                  "discover` records the account's.")
     next_page_hint(ctx, response, "clusters list")
     return EXIT_OK
 

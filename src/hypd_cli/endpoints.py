@@ -28,7 +28,15 @@ from hypd_cli.cli import (
 )
 from hypd_cli.jobs import key_value
 from hypd_cli.operations import add_wait_flag, follow_accepted
-from hypd_cli.output import DASH, key_values, print_json, print_table, short_time
+from hypd_cli.output import (
+    DASH,
+    Column,
+    cell_at,
+    key_values,
+    print_columns,
+    print_json,
+    time_at,
+)
 
 DEPLOY_FLAGS = ("instance_type", "replicas", "jumpstart", "model_version", "accept_eula",
                 "image", "port", "s3", "fsx", "resource", "env", "invocation_path",
@@ -192,16 +200,8 @@ def list_endpoints(ctx: Context) -> int:
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    endpoints = response.get("endpoints") or []
-    if not endpoints:
-        ctx.say(f"Cluster {response.get('tag') or ctx.args.tag} has no inference endpoint.")
-        return EXIT_OK
-    print_table(ctx, ("NAME", "NAMESPACE", "TYPE", "STATE", "READY", "INSTANCE TYPE",
-                      "SAGEMAKER ENDPOINT", "CREATED"),
-                [(e.get("name"), e.get("namespace"), e.get("type"), e.get("state"),
-                  f"{e.get('readyReplicas', 0)}/{e.get('replicas', 0)}",
-                  e.get("instanceType") or DASH, _sagemaker_text(e),
-                  short_time(e.get("createdAt"))) for e in endpoints])
+    print_columns(ctx, ENDPOINT_COLUMNS, response.get("endpoints") or [], empty=(
+        f"Cluster {response.get('tag') or ctx.args.tag} has no inference endpoint."))
     return EXIT_OK
 
 
@@ -210,6 +210,28 @@ def _sagemaker_text(endpoint: Mapping[str, Any]) -> str:
     if not sagemaker:
         return DASH
     return f"{sagemaker.get('endpointName')} ({sagemaker.get('state') or 'not created'})"
+
+
+def model_text(endpoint: Mapping[str, Any]) -> str:
+    """What the endpoint serves: the JumpStart model's id, or the custom model's image."""
+    model = endpoint.get("jumpStart") or endpoint.get("model") or {}
+    return str(model.get("modelId") or model.get("image") or DASH)
+
+
+ENDPOINT_COLUMNS = (
+    Column("NAME", cell_at("name")),
+    Column("NAMESPACE", cell_at("namespace")),
+    Column("TYPE", cell_at("type")),
+    Column("STATE", cell_at("state")),
+    Column("READY", lambda e: f"{e.get('readyReplicas', 0)}/{e.get('replicas', 0)}"),
+    Column("INSTANCE TYPE", cell_at("instanceType")),
+    Column("SAGEMAKER ENDPOINT", _sagemaker_text),
+    Column("CREATED", time_at("createdAt")),
+    Column("AVAILABLE", lambda e: e.get("availableReplicas", 0), wide=True),
+    Column("MODEL", model_text, wide=True),
+    Column("BY HYPD", cell_at("managedByHypd"), wide=True),
+    Column("MESSAGE", cell_at("message"), wide=True),
+)
 
 
 def get_endpoint(ctx: Context) -> int:
@@ -223,11 +245,10 @@ def get_endpoint(ctx: Context) -> int:
 
 
 def describe_endpoint(ctx: Context, endpoint: Mapping[str, Any]) -> str:
-    model = endpoint.get("jumpStart") or endpoint.get("model") or {}
     rows: list[tuple[str, object]] = [
         ("Endpoint", f"{endpoint.get('namespace')}/{endpoint.get('name')}"),
         ("Type", endpoint.get("type")),
-        ("Model", model.get("modelId") or model.get("image")),
+        ("Model", model_text(endpoint)),
         ("State", endpoint.get("state")),
         ("Ready", "yes" if endpoint.get("ready") else "no"),
         ("Replicas", f"{endpoint.get('readyReplicas', 0)} ready of "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 from hypd_cli.cli import (
@@ -27,7 +28,7 @@ from hypd_cli.group_flags import (
     parse_group,
 )
 from hypd_cli.operations import add_wait_flag, follow_accepted, follow_change
-from hypd_cli.output import DASH, print_json, print_table
+from hypd_cli.output import DASH, Column, cell_at, print_columns, print_json, print_table
 
 ADD_FLAGS = ("group", "zone", "label", "taint", "deep_health_check", "from_file")
 UPDATE_FLAGS = ("count", "min_count", "label", "taint", "from_file")
@@ -139,18 +140,24 @@ def list_groups(ctx: Context) -> int:
         return EXIT_OK
     ctx.say(f"Instance groups of cluster {response['tag']} "
             f"(HyperPod cluster {response.get('clusterStatus') or DASH}):")
-    rows = [
-        (
-            g["name"], g.get("instanceType") or ", ".join(g.get("instanceTypes") or []) or DASH,
-            f"{g.get('currentCount', 0)}/{g.get('count', 0)}", capacity(g),
-            g.get("availabilityZone") or DASH, ", ".join(g.get("subnetIds") or []) or DASH,
-            g.get("status") or DASH, flags(g),
-        )
-        for g in response.get("instanceGroups", [])
-    ]
-    print_table(ctx, ("NAME", "TYPE", "COUNT", "CAPACITY", "ZONE", "SUBNET", "STATUS", "FLAGS"),
-                rows, empty=f"Cluster {ctx.args.tag} has no instance group.")
+    print_columns(ctx, GROUP_COLUMNS, response.get("instanceGroups", []),
+                  empty=f"Cluster {ctx.args.tag} has no instance group.")
     return EXIT_OK
+
+
+def labels_text(group: Mapping[str, Any]) -> str:
+    """The group's labels as ``--label`` takes them: ``team=a, tier=gpu``."""
+    labels: Mapping[str, str] = group.get("labels") or {}
+    return ", ".join(f"{key}={value}" for key, value in labels.items()) or DASH
+
+
+def taints_text(group: Mapping[str, Any]) -> str:
+    """The group's taints as ``--taint`` takes them: ``nvidia.com/gpu=true:NoSchedule``."""
+    return ", ".join(
+        taint["key"] + (f"={taint['value']}" if taint.get("value") else "")
+        + f":{taint['effect']}"
+        for taint in group.get("taints") or []
+    ) or DASH
 
 
 def capacity(group: dict[str, Any]) -> str:
@@ -176,6 +183,21 @@ def flags(group: dict[str, Any]) -> str:
         if count:
             words.append(f"{count} {one}{'s' if count > 1 else ''}")
     return ", ".join(words) or DASH
+
+
+GROUP_COLUMNS = (
+    Column("NAME", cell_at("name")),
+    Column("TYPE", lambda g: g.get("instanceType") or cell_at("instanceTypes")(g)),
+    Column("COUNT", lambda g: f"{g.get('currentCount', 0)}/{g.get('count', 0)}"),
+    Column("CAPACITY", capacity),
+    Column("ZONE", cell_at("availabilityZone")),
+    Column("SUBNET", cell_at("subnetIds")),
+    Column("STATUS", cell_at("status")),
+    Column("FLAGS", flags),
+    Column("LABELS", labels_text, wide=True),
+    Column("TAINTS", taints_text, wide=True),
+    Column("EXECUTION ROLE", cell_at("executionRole"), wide=True),
+)
 
 
 # -- add ----------------------------------------------------------------------------------------

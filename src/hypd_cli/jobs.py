@@ -20,7 +20,16 @@ from hypd_cli.api_client import ApiError
 from hypd_cli.cli import EXIT_OK, Context, api_command, body_from_flags, feature_off
 from hypd_cli.durations import EXAMPLES, since_seconds
 from hypd_cli.operations import add_wait_flag, follow_accepted
-from hypd_cli.output import DASH, key_values, print_json, print_table, short_time
+from hypd_cli.output import (
+    DASH,
+    Column,
+    cell_at,
+    key_values,
+    print_columns,
+    print_json,
+    short_time,
+    time_at,
+)
 from hypd_cli.tables import render_table
 
 SUBMIT_FLAGS = ("image", "instance_type", "nodes", "command", "arg", "env", "volume",
@@ -168,21 +177,31 @@ def submit_job(ctx: Context) -> int:
     return follow_accepted(ctx, accepted, f"Submitting training job {name} to cluster {tag}")
 
 
+JOB_COLUMNS = (
+    Column("NAME", cell_at("name")),
+    Column("NAMESPACE", cell_at("namespace")),
+    Column("PHASE", cell_at("phase")),
+    Column("TYPE", cell_at("instanceType")),
+    Column("NODES", cell_at("nodeCount")),
+    Column("RESTARTS", lambda job: job.get("restarts", 0)),
+    Column("QUEUE", cell_at("queue")),
+    Column("CREATED", time_at("createdAt")),
+    Column("PRIORITY", cell_at("priority"), wide=True),
+    Column("MAX RETRIES", cell_at("maxRetries"), wide=True),
+    Column("STARTED", time_at("startTime"), wide=True),
+    Column("COMPLETED", time_at("completionTime"), wide=True),
+    Column("BY HYPD", cell_at("managedByHypd"), wide=True),
+    Column("IMAGE", cell_at("image"), wide=True),
+)
+
+
 def list_jobs(ctx: Context) -> int:
     response = ctx.client.list_training_jobs(ctx.args.tag)
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    jobs = response.get("jobs") or []
-    if not jobs:
-        ctx.say(f"Cluster {response.get('tag') or ctx.args.tag} has no training job.")
-        return EXIT_OK
-    print_table(ctx, ("NAME", "NAMESPACE", "PHASE", "TYPE", "NODES", "RESTARTS", "QUEUE",
-                      "CREATED"),
-                [(j.get("name"), j.get("namespace"), j.get("phase"),
-                  j.get("instanceType") or DASH, j.get("nodeCount") or DASH,
-                  j.get("restarts", 0), j.get("queue") or DASH,
-                  short_time(j.get("createdAt"))) for j in jobs])
+    print_columns(ctx, JOB_COLUMNS, response.get("jobs") or [],
+                  empty=f"Cluster {response.get('tag') or ctx.args.tag} has no training job.")
     return EXIT_OK
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from hypd_cli.api_client import ApiClient
 from hypd_cli.cli import EXIT_OK, Context, api_command
 from hypd_cli.operations import add_wait_flag, follow_accepted
-from hypd_cli.output import DASH, print_json, print_table, short_time
+from hypd_cli.output import Column, cell_at, print_columns, print_json, time_at
 
 # The node actions: command word -> (help, what the command says it does, the client's method).
 ACTIONS: dict[str, tuple[str, str, Callable[[ApiClient, str, str], dict[str, Any]]]] = {
@@ -45,20 +45,24 @@ def register(subparsers: Any) -> None:
         api_command(action, f"nodes {word}", node_action)
 
 
+NODE_COLUMNS = (
+    Column("NODE", cell_at("nodeId")),
+    Column("GROUP", cell_at("instanceGroup")),
+    Column("TYPE", cell_at("instanceType")),
+    Column("STATUS", cell_at("status")),
+    Column("MESSAGE", cell_at("message")),
+    Column("LAUNCHED", time_at("launchTime")),
+    Column("PRIVATE DNS", cell_at("privateDnsHostname"), wide=True),
+    Column("SOFTWARE UPDATED", time_at("lastSoftwareUpdateTime"), wide=True),
+)
+
+
 def list_nodes(ctx: Context) -> int:
     response = ctx.client.list_nodes(ctx.args.tag, ctx.args.group)
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    rows = [
-        (
-            n["nodeId"], n.get("instanceGroup") or DASH, n.get("instanceType") or DASH,
-            n.get("status") or DASH, n.get("message") or DASH, short_time(n.get("launchTime")),
-        )
-        for n in response.get("nodes", [])
-    ]
-    print_table(ctx, ("NODE", "GROUP", "TYPE", "STATUS", "MESSAGE", "LAUNCHED"), rows,
-                empty='No nodes.')
+    print_columns(ctx, NODE_COLUMNS, response.get("nodes", []), empty="No nodes.")
     return EXIT_OK
 
 

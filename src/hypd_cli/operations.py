@@ -12,14 +12,21 @@ from hypd_cli.api_client import started
 from hypd_cli.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Context, api_command
 from hypd_cli.durations import EXAMPLES, positive_duration
 from hypd_cli.output import (
+    DASH,
+    Column,
+    Item,
+    cell_at,
     current_stage,
+    format_duration,
+    operation_elapsed,
     operation_title,
     outcome_lines,
+    print_columns,
     print_json,
-    print_table,
     short_time,
     stage_table,
     stages_done,
+    time_at,
     timeline_table,
 )
 from hypd_cli.watch import DEFAULT_INTERVAL, watch_operation
@@ -109,6 +116,26 @@ def next_page_hint(ctx: Context, response: dict[str, Any], command: str) -> None
               file=ctx.err, flush=True)
 
 
+def error_code(operation: Item) -> str:
+    """What ended a failed operation, in a word: its error's code."""
+    return str((operation.get("error") or {}).get("code") or DASH)
+
+
+OPERATION_COLUMNS = (
+    Column("OPERATION", cell_at("id")),
+    Column("KIND", cell_at("kind")),
+    Column("CLUSTER", cell_at("clusterTag")),
+    Column("STATUS", cell_at("status")),
+    Column("DONE", stages_done),
+    Column("STAGE", current_stage),
+    Column("CREATED", time_at("createdAt")),
+    Column("UPDATED", time_at("updatedAt")),
+    Column("ELAPSED", lambda op: format_duration(operation_elapsed(op)) or DASH, wide=True),
+    Column("RETRIES", lambda op: len(op.get("retries") or []), wide=True),
+    Column("ERROR", error_code, wide=True),
+)
+
+
 def list_operations(ctx: Context) -> int:
     args = ctx.args
     response = ctx.client.list_operations(
@@ -118,21 +145,12 @@ def list_operations(ctx: Context) -> int:
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    rows = [
-        (
-            op["id"], op.get("kind"), op.get("clusterTag") or "-", op["status"],
-            stages_done(op), current_stage(op), short_time(op.get("createdAt")),
-            short_time(op.get("updatedAt")),
-        )
-        for op in response.get("operations", [])
-    ]
     filters = " ".join(
         f"--{flag} {value}" for flag, value in (("cluster", args.cluster), ("status", args.status))
         if value
     )
-    print_table(ctx, ("OPERATION", "KIND", "CLUSTER", "STATUS", "DONE", "STAGE", "CREATED",
-                      "UPDATED"), rows,
-                empty=f"No operations match {filters}." if filters else "No operations.")
+    print_columns(ctx, OPERATION_COLUMNS, response.get("operations", []),
+                  empty=f"No operations match {filters}." if filters else "No operations.")
     next_page_hint(ctx, response, f"ops list {filters}".rstrip())
     return EXIT_OK
 

@@ -1,13 +1,15 @@
 """Rendering API responses for people: tables, key/value blocks, durations, operations.
 
 ``--output json|yaml`` bypasses all of this: `print_json` prints the API's response as it came
-(after ``--query``).
+(after ``--query``). A list command's table is a sequence of `Column`: each cell made from one
+item of the response, the ``wide`` ones shown only with ``-o wide`` (`print_columns`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -74,6 +76,50 @@ def print_table(ctx: Context, headers: Sequence[str], rows: Sequence[Sequence[ob
         ctx.say(empty)
         return
     print(render_table(headers, rows), file=ctx.out, flush=True)
+
+
+Item = dict[str, Any]
+"""One object of a list response: a cluster, a node, an operation..."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a list's table: its header, its cell of one item, and whether only
+    ``-o wide`` shows it (what the default table leaves out for width)."""
+
+    header: str
+    cell: Callable[[Item], object]
+    wide: bool = False
+
+
+def print_columns(ctx: Context, columns: Sequence[Column], items: Iterable[Item],
+                  *, empty: str | None = None) -> None:
+    """The items as a table of `columns`: the wide-only ones too with ``-o wide``."""
+    shown = [column for column in columns if ctx.wide or not column.wide]
+    print_table(ctx, [column.header for column in shown],
+                [[column.cell(item) for column in shown] for item in items], empty=empty)
+
+
+def cell_at(*path: str) -> Callable[[Item], object]:
+    """The cell of the value at `path` (``cell_at("eks", "vpcId")``): ``-`` where it is absent
+    or empty, a list joined with commas, a boolean ``yes`` or ``no``."""
+
+    def cell(item: Item) -> object:
+        value: Any = item
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        return DASH if value in (None, "") else value
+
+    return cell
+
+
+def time_at(key: str) -> Callable[[Item], object]:
+    """The cell of the timestamp at `key`, as `short_time` writes it."""
+    return lambda item: short_time(item.get(key))
 
 
 def key_values(rows: Sequence[tuple[str, object]]) -> str:

@@ -24,7 +24,7 @@ from hypd_cli.cli import (
     feature_off,
 )
 from hypd_cli.operations import add_wait_flag, follow_accepted, follow_change
-from hypd_cli.output import DASH, key_values, print_json, print_table
+from hypd_cli.output import DASH, Column, cell_at, key_values, print_columns, print_json
 
 STRATEGIES = ("Lend", "DontLend", "LendAndBorrow")
 PREEMPTIONS = ("Never", "LowerPriority")
@@ -98,16 +98,8 @@ def list_teams(ctx: Context) -> int:
     if ctx.structured:
         print_json(ctx, response)
         return EXIT_OK
-    teams = response.get("teams") or []
-    if not teams:
-        ctx.say(f"Cluster {response.get('tag') or ctx.args.tag} has no team.")
-        return EXIT_OK
-    print_table(ctx, ("TEAM", "STATUS", "RESOURCES", "WEIGHT", "SHARING", "PREEMPT", "ACTIVE",
-                      "QUEUE"),
-                [(t.get("name"), t.get("status") or DASH, resources_text(t),
-                  t.get("fairShareWeight", DASH), sharing_text(t),
-                  t.get("preemptTeamTasks") or DASH, "yes" if t.get("active") else "no",
-                  t.get("queue") or DASH) for t in teams])
+    print_columns(ctx, TEAM_COLUMNS, response.get("teams") or [],
+                  empty=f"Cluster {response.get('tag') or ctx.args.tag} has no team.")
     return EXIT_OK
 
 
@@ -154,6 +146,21 @@ def sharing_text(team: Mapping[str, Any]) -> str:
     limit = sharing.get("borrowLimit")
     return str(sharing.get("strategy") or DASH) + (
         f" (borrow up to {limit}%)" if limit is not None else "")
+
+
+TEAM_COLUMNS = (
+    Column("TEAM", cell_at("name")),
+    Column("STATUS", cell_at("status")),
+    Column("RESOURCES", resources_text),
+    Column("WEIGHT", cell_at("fairShareWeight")),
+    Column("SHARING", sharing_text),
+    Column("PREEMPT", cell_at("preemptTeamTasks")),
+    Column("ACTIVE", cell_at("active")),
+    Column("QUEUE", cell_at("queue")),
+    Column("NAMESPACE", cell_at("namespace"), wide=True),
+    Column("QUOTA", cell_at("quotaId"), wide=True),
+    Column("FAILURE", cell_at("failureReason"), wide=True),
+)
 
 
 # -- set / delete -------------------------------------------------------------------------------

@@ -9,9 +9,9 @@ every client's calls pass instead. Benchmarks and the IAM tests count with it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.client import BaseClient
@@ -25,6 +25,8 @@ class Call:
     """The service's IAM prefix (``states`` for Step Functions)."""
     operation: str
     """The API operation (``PutItem``)."""
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """What the call was given (``{"TableName": ..., "Key": ...}``): which item it read."""
 
     @property
     def action(self) -> str:
@@ -39,7 +41,7 @@ _ORIGINAL = BaseClient._make_api_call
 
 def _make_api_call(client: Any, operation_name: str, api_params: Any) -> Any:
     model = client.meta.service_model
-    call = Call(model.service_name, model.signing_name, operation_name)
+    call = Call(model.service_name, model.signing_name, operation_name, api_params)
     for watcher in list(_WATCHERS):
         watcher(call)
     return _ORIGINAL(client, operation_name, api_params)

@@ -222,8 +222,8 @@ def test_call_checks_parameters_against_the_route(fake_api: FakeApi) -> None:
         client.call("listClusters", body={})
     with pytest.raises(ValueError, match="unknown operation"):
         client.call("deleteEverything")
-    with pytest.raises(ApiConfigError):
-        ApiClient("ftp://example.com")
+    with pytest.raises(ApiConfigError, match=r"--endpoint: 'ftp://example\.com' is not a URL"):
+        ApiClient("ftp://example.com")  # check_endpoint's message: the one endpoint check
 
     client.call("getCluster", tag="a/b")
     assert fake_api.received[-1].target == "/v1/clusters/a%2Fb"

@@ -52,7 +52,7 @@ def test_a_bad_query_or_a_table_with_a_query_is_a_usage_error_naming_the_flag(
     assert bad.code == EXIT_USAGE
     assert "--query: not a JMESPath expression" in bad.err
     assert table.code == EXIT_USAGE
-    assert "--query needs -o json or -o yaml" in table.err
+    assert "--query needs -o json, -o yaml or -o text" in table.err
 
 
 @pytest.mark.parametrize(("endpoint", "message"), [

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from hypd.aws.dynamodb import Table
-from hypd.clusters.store import ClusterStore
+from hypd.clusters.store import ClusterStore, Memo
 from hypd.errors import ConflictError, NotFoundError, ValidationError
 from hypd.pagination import encode_token
 from tests.unit.support import cluster_record, eks, eks_arn, hyperpod, hyperpod_arn
@@ -95,3 +97,55 @@ def test_cluster_list_rejects_an_operations_token(store: ClusterStore) -> None:
     token = encode_token("GSI4", "OPS", {"PK": {"S": "OP#x"}})
     with pytest.raises(ValidationError, match="nextToken belongs to a listing with other filters"):
         store.list(next_token=token)
+
+
+# -- a memo of reads (the API's: one request's) -------------------------------------------------
+
+
+class CountingTable(Table):
+    """The table, counting its GetItems."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        super().__init__(client, name)
+        self.gets = 0
+
+    def get(self, key: dict[str, str]) -> dict[str, Any] | None:
+        self.gets += 1
+        return super().get(key)
+
+
+def test_a_memo_keeps_each_record_read_for_the_next_read(
+        table: Table, dynamodb_client: Any) -> None:
+    ClusterStore(table).save(cluster_record("train", eks_arn("train-eks")))
+    counting = CountingTable(dynamodb_client, table.name)
+    memo: Memo = {}
+    store = ClusterStore(counting, memo=lambda: memo)
+
+    assert store.get("train") == store.find("train")
+    assert store.find("nope") is None
+    assert store.find("nope") is None
+
+    assert counting.gets == 2  # one per tag, an unknown one included
+    without = ClusterStore(counting)
+    without.find("train")
+    without.find("train")
+    assert counting.gets == 4  # no memo: every read is the table's
+
+
+def test_a_write_drops_the_record_from_the_memo_and_changes_the_table_as_it_is(
+        table: Table) -> None:
+    # Given a record read through a memo, then changed in the table by another writer
+    other = ClusterStore(table)
+    other.save(cluster_record("train", eks_arn("train-eks")))
+    memo: Memo = {}
+    store = ClusterStore(table, memo=lambda: memo)
+    assert store.get("train").last_seen_at == "2026-01-01T00:00:00.000Z"
+    other.save(cluster_record("train", eks_arn("train-eks"), at="2026-02-01T00:00:00.000Z"))
+
+    # When the memo's store changes the record
+    store.set_protection("train", True)
+
+    # Then it changed the record as the table held it (not the memo's copy), and reads it anew
+    assert "train" not in memo
+    assert store.get("train").protection is True
+    assert store.get("train").last_seen_at == "2026-02-01T00:00:00.000Z"

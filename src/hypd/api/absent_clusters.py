@@ -12,7 +12,9 @@ the `hypd:tag` resource tag (ListClusterNodes, DescribeClusterNode) cannot match
 that is not there, so AWS answers AccessDenied and GET /clusters/{tag}/nodes and /health
 answered 500; the other routes answered a 409 or 404 of their own, after calls that could not
 help. So `refuse_absent_clusters`, a middleware of every route, reads the record (and, for a
-CREATING or FAILED one, its creation's operation) first and answers, before the route runs:
+CREATING or FAILED one, its creation's operation) first and answers, before the route runs (a
+route that runs reads the record again from the request's memo, `hypd.api.context`, not the
+table):
 
 - a DELETED cluster: 409 `ClusterDeleted` (`hypd.clusters.models.cluster_deleted`);
 - a cluster whose HyperPod cluster was not made: 409 `ClusterNotActive`

@@ -1,7 +1,14 @@
-"""The cluster store: one record per cluster tag."""
+"""The cluster store: one record per cluster tag.
+
+A store may be given a memo of the records it read (`Memo`, the API's: one request's, see
+`hypd.api.context.request_clusters`): a record read again within its scope comes from it, with
+no second GetItem. A write (or the transaction write `new` prepares) drops the record from the
+memo, and the read of a read-modify-write is always a GetItem, never the memo's copy.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,19 +32,52 @@ class ClusterPage:
     next_token: str | None
 
 
+Memo = MutableMapping[str, dict[str, Any] | None]
+"""Tag -> the record's item as GetItem returned it (None: no record), for one scope's reads."""
+
+
+def no_memo() -> Memo | None:
+    """Every read a GetItem: the store of a function that keeps no scope of reads."""
+    return None
+
+
 class ClusterStore:
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, memo: Callable[[], Memo | None] = no_memo) -> None:
+        """`memo`: the memo of the current scope's reads (None: no scope, read the table)."""
         self._table = table
+        self._memo = memo
 
     def get(self, tag: str) -> Cluster:
-        item = self._table.get(cluster_key(tag))
-        if item is None:
+        cluster = self.find(tag)
+        if cluster is None:
             raise NotFoundError(f"cluster {tag} does not exist", details={"tag": tag})
-        return Cluster.model_validate(decode_body(item))
+        return cluster
 
     def find(self, tag: str) -> Cluster | None:
-        item = self._table.get(cluster_key(tag))
+        item = self._read(tag)
         return Cluster.model_validate(decode_body(item)) if item else None
+
+    def _read(self, tag: str) -> dict[str, Any] | None:
+        """The record's item: the memo's when this scope read it already, else GetItem's (kept
+        in the memo)."""
+        memo = self._memo()
+        if memo is not None and tag in memo:
+            return memo[tag]
+        item = self._table.get(cluster_key(tag))
+        if memo is not None:
+            memo[tag] = item
+        return item
+
+    def _fresh(self, tag: str) -> Cluster | None:
+        """The record as the table holds it now (a GetItem), to change it: never the memo's."""
+        self._written(tag)
+        return self.find(tag)
+
+    def _written(self, tag: str) -> None:
+        """Drop the record from the memo: it is (being) written."""
+        memo = self._memo()
+        if memo is not None:
+            memo.pop(tag, None)
 
     def all(self) -> list[Cluster]:
         index, partition = CLUSTERS_PARTITION
@@ -61,6 +101,7 @@ class ClusterStore:
             ConflictError: the tag belongs to a record of other resources.
         """
         item = _item(cluster)
+        self._written(cluster.tag)
         try:
             # A tag is bound to one anchor for life: create it, or update the same resources.
             self._table.put(
@@ -87,10 +128,11 @@ class ClusterStore:
         try:
             self._table.put(*self.new(cluster, replacing_orphan_of=replacing_orphan_of))
         except ConditionFailed as exc:
-            raise cluster_exists(cluster.tag, self.find(cluster.tag)) from exc
+            raise cluster_exists(cluster.tag, self._fresh(cluster.tag)) from exc
 
     def new(self, cluster: Cluster, *, replacing_orphan_of: str | None = None) -> Write:
         """The conditional put of `create` (of a transaction)."""
+        self._written(cluster.tag)
         item = _item(cluster)
         if replacing_orphan_of:
             return (
@@ -107,7 +149,7 @@ class ClusterStore:
         The write is conditional on the record still describing the same resources (anchor).
         """
         if status is ClusterStatus.DELETED:
-            current = self.find(tag)
+            current = self._fresh(tag)
             if current is None:
                 return None
             return self._update(tag, **current.torn_down(), last_operation_id=operation_id)
@@ -120,6 +162,7 @@ class ClusterStore:
     def forget(self, cluster: Cluster) -> bool:
         """Remove the record of `cluster` (nothing in AWS is touched) while it still describes
         the same resources (anchor); False when it is gone or changed."""
+        self._written(cluster.tag)
         try:
             self._table.delete(cluster_key(cluster.tag), condition="anchorArn = :anchor",
                                values={":anchor": {"S": cluster.anchor_arn}})
@@ -130,11 +173,12 @@ class ClusterStore:
     def _update(self, tag: str, **changes: Any) -> Cluster | None:
         """The record with `changes` (and a new updatedAt), written only while it still
         describes the same resources (anchor); None when there is no record or it changed."""
-        current = self.find(tag)
+        current = self._fresh(tag)
         if current is None:
             return None
         changed = current.model_copy(update={**changes, "updated_at": clock.now_iso()})
         item = _item(changed)
+        self._written(tag)
         try:
             self._table.put(
                 item,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hypd.api.context import request_clusters
 from hypd.api.services import ApiServices
 from hypd.aws.clients import lazy_client, regional_clients
 from hypd.capacity.state import AutoscalingStore
@@ -22,7 +23,8 @@ def services(settings: ApiSettings) -> ApiServices:
     lazy = regional_clients(settings.region)
     return ApiServices(
         operations=OperationStore(records),
-        clusters=ClusterStore(records),
+        # One read of a record per request: the guard's, reused by the route.
+        clusters=ClusterStore(records, memo=request_clusters),
         locks=LockStore(records),
         sfn_client=lazy_client("stepfunctions", settings.region),
         ec2_client=lazy_client("ec2", settings.region),
