@@ -22,7 +22,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from hypd_cli.local import LOCAL_COMMAND_MODULES, LOCAL_EXTRA_MODULES
-from tests.build.support import ROOT, normalise, read_pins, static_imports
+from tests.build.support import ROOT, copy_checkout, normalise, read_pins, static_imports
 
 SRC = ROOT / "src"
 OURS = frozenset({"hypd", "hypd_local", "hypd_cli"})
@@ -138,20 +138,9 @@ def test_every_floor_admits_the_pinned_version() -> None:
 @pytest.fixture(scope="module")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built, as `pip wheel .` builds it, from a copy of the checkout's files as a
-    commit would hold them (tracked, and new but not ignored); setuptools writes build/ and
-    *.egg-info beside them."""
+    commit would hold them; setuptools writes build/ and *.egg-info beside them."""
     tmp_path = tmp_path_factory.mktemp("wheel")
-    project = tmp_path / "project"
-    listing = ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
-               "--exclude-standard"]
-    tracked = subprocess.run(  # noqa: S603 - git on our own checkout
-        listing, check=True, capture_output=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, tracked):
-        source = ROOT / name
-        if source.is_file():
-            (project / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, project / name)
+    project = copy_checkout(tmp_path / "project")
     subprocess.run(  # noqa: S603 - this Python's pip on our own sources
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
          "-w", str(tmp_path / "dist"), str(project)],
