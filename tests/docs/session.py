@@ -70,7 +70,7 @@ __doc_local_up() {  # the command line that starts the local cloud
             return 1
         fi
         tries=$((tries + 1))
-        if [ "$tries" -gt 2400 ]; then
+        if [ "$tries" -gt 12000 ]; then  # 10 minutes: bounds a hang, measures nothing
             echo "doc-test: the local cloud did not answer" >&2; return 1
         fi
         sleep 0.05

@@ -54,35 +54,25 @@ def test_commands_split_as_the_shell_does() -> None:
         ["hypd", "ops", "watch", "-"]]
 
 
-def test_a_command_that_does_not_exist_fails_a_parsed_block(tmp_path: Path) -> None:
-    doc = _doc(tmp_path, "<!-- doc-test: parse a summary -->\n```bash\n"
-               "hypd clusters list\nhypd clusters frobnicate demo\n```\n")
+@pytest.mark.parametrize(("commands_shown", "failure"), [
+    ("hypd clusters list\nhypd clusters frobnicate demo", "invalid choice"),
+    ("hypd groups scale demo spot 2 --wiat", "unrecognized arguments: --wiat"),
+    (".venv/bin/python bench/no_such_bench.py --runs 3", "bench/no_such_bench.py does not exist"),
+    ("hypd groups scale demo spot 2 --wait\n.venv/bin/python bench/teardown.py", None),
+])
+def test_a_parsed_block_fails_on_what_does_not_exist(
+        tmp_path: Path, commands_shown: str, failure: str | None) -> None:
+    doc = _doc(tmp_path, f"<!-- doc-test: parse a summary -->\n```bash\n{commands_shown}\n```\n")
 
     report = check_document(doc, ROOT, tmp_path)
 
-    assert report.failure is not None
-    assert "hypd clusters frobnicate demo" in report.failure
-    assert "invalid choice" in report.failure
-
-
-def test_a_flag_that_does_not_exist_fails_a_parsed_block(tmp_path: Path) -> None:
-    doc = _doc(tmp_path, "<!-- doc-test: parse a summary -->\n```bash\n"
-               "hypd groups scale demo spot 2 --wiat\n```\n")
-
-    report = check_document(doc, ROOT, tmp_path)
-
-    assert report.failure is not None
-    assert "unrecognized arguments: --wiat" in report.failure
-
-
-def test_a_script_that_is_missing_fails_a_parsed_block(tmp_path: Path) -> None:
-    doc = _doc(tmp_path, "<!-- doc-test: parse a benchmark -->\n```bash\n"
-               ".venv/bin/python bench/no_such_bench.py --runs 3\n```\n")
-
-    report = check_document(doc, ROOT, tmp_path)
-
-    assert report.failure is not None
-    assert "bench/no_such_bench.py does not exist" in report.failure
+    if failure is None:
+        assert report.failure is None
+        assert report.parsed == ["doc.md:2"]
+    else:
+        assert report.failure is not None
+        assert failure in report.failure
+        assert commands_shown.splitlines()[-1] in report.failure
 
 
 def test_drifted_output_and_a_failing_command_fail_a_run(tmp_path: Path) -> None:
