@@ -38,8 +38,8 @@ TAG = "bench"
 TOGGLES: list[tuple[str, dict[str, Any]]] = [
     ("training operator on", {"trainingOperator": {"enabled": True}}),
     ("training operator off", {"trainingOperator": {"enabled": False}}),
-    ("inference operator on", {"inferenceOperator": {
-        "enabled": True, "tlsCertificateBucket": "hyperpod-tls-bench"}}),
+    # With the TLS bucket hypd makes (none named), as the CLI's hints turn it on.
+    ("inference operator on", {"inferenceOperator": {"enabled": True}}),
     ("inference operator off", {"inferenceOperator": {"enabled": False}}),
     ("tiered checkpointing on", {"tieredCheckpointing": {"enabled": True, "memoryPercent": 20}}),
     ("tiered checkpointing off", {"tieredCheckpointing": {"enabled": False}}),
@@ -49,7 +49,7 @@ TOGGLES: list[tuple[str, dict[str, Any]]] = [
     ("task governance off", {"taskGovernance": {"enabled": False}}),
     ("all five on", {
         "trainingOperator": {"enabled": True},
-        "inferenceOperator": {"enabled": True, "tlsCertificateBucket": "hyperpod-tls-bench"},
+        "inferenceOperator": {"enabled": True},
         "tieredCheckpointing": {"enabled": True}, "observability": {"enabled": True},
         "taskGovernance": {"enabled": True}}),
 ]

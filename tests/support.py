@@ -189,3 +189,21 @@ def serve_fake_api() -> Iterator[FakeApi]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+PRIVATE_BUCKET = {
+    "publicAccessBlock": {"BlockPublicAcls": True, "IgnorePublicAcls": True,
+                          "BlockPublicPolicy": True, "RestrictPublicBuckets": True},
+    "encryption": [{"SSEAlgorithm": "AES256"}],
+}
+"""What `bucket_privacy` answers for a bucket made as hypd makes the TLS bucket."""
+
+
+def bucket_privacy(s3: Any, bucket: str) -> dict[str, Any]:
+    """What S3 says of `bucket`'s privacy: its public access block and default encryption."""
+    rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    return {
+        "publicAccessBlock": s3.get_public_access_block(Bucket=bucket)[
+            "PublicAccessBlockConfiguration"],
+        "encryption": [r["ApplyServerSideEncryptionByDefault"] for r in rules],
+    }

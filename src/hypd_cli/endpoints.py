@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
         "endpoints", help="inference endpoints: deploy, list, get, invoke, delete",
         description="Inference endpoints (JumpStartModel, InferenceEndpointConfig) served on a "
         "cluster's nodes. The inference operator must be on (hypd features set TAG --enable "
-        "inferenceOperator --set inferenceOperator.tlsCertificateBucket=BUCKET).",
+        "inferenceOperator --wait).",
     )
     commands = endpoints.add_subparsers(dest="endpoints_command", metavar="COMMAND")
 

@@ -76,13 +76,16 @@ def register(subparsers: Any) -> None:
             "A value of --set is JSON when it parses as JSON (20, true, "
             "'[{\"name\": \"training\", \"weight\": 50}]'), else a string (ADVANCED, a "
             "bucket name). Settings of a feature that is off need --enable with them.",
+            "The inference operator keeps TLS certificates in an S3 bucket: hypd makes one for "
+            "the cluster (and removes it with the operator) unless "
+            "inference-operator.tls-certificate-bucket names one of yours (hyperpod-tls...), "
+            "which hypd never deletes.",
         )),
         epilog="examples:\n"
         "  hypd features set demo --enable training-operator --wait\n"
         "  hypd features set demo --enable tieredCheckpointing "
         "--set tieredCheckpointing.memoryPercent=20\n"
-        "  hypd features set demo --enable inference-operator "
-        "--set inference-operator.tls-certificate-bucket=hyperpod-tls-demo\n"
+        "  hypd features set demo --enable inference-operator --wait\n"
         "  hypd features set demo --set observability.metrics.training=ADVANCED\n"
         "  hypd features set demo --disable task-governance --wait",
     )

@@ -4,8 +4,10 @@ request bodies, usage errors and rendering against canned answers."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from hypd.clusters.feature_request import FEATURE_NAMES
 from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from hypd_cli.features import FEATURES
+from hypd_cli.main import build_parser
 from tests.cli.conftest import ACCEPTED, OPERATION_ID, CannedApi, RunCli
 from tests.cli.test_cli_capacity import stages_succeeded
 from tests.cli.test_cli_local_cloud import FAST, header, row
@@ -24,12 +27,17 @@ from tests.e2e.capacity import created_cluster
 INSTANCE_TYPE = "ml.g6.4xlarge"  # created_cluster's group
 
 
+def local_cluster(api: ApiClient, cloud: Any, tag: str) -> str:
+    """Cluster `tag` created on the local cloud; the endpoint the CLI is given."""
+    created_cluster(api, cloud, tag=tag)
+    return str(cloud.api_url)
+
+
 def test_features_get_and_set_on_the_local_cloud(
     run_cli: RunCli, cloud: Any, api: ApiClient
 ) -> None:
     tag = "feat"
-    url = cloud.api_url
-    created_cluster(api, cloud, tag=tag)
+    url = local_cluster(api, cloud, tag)
 
     off = run_cli("features", "get", tag, endpoint=url)
     assert off.code == EXIT_OK, off.text
@@ -89,12 +97,53 @@ def test_features_get_and_set_on_the_local_cloud(
     assert as_api.err == ""
 
 
+def example(command: str, word: str) -> list[str]:
+    """The words of `command`'s help example that names `word` (without ``hypd``)."""
+    parser = build_parser()
+    for name in command.split():
+        parser = next(a for a in parser._actions
+                      if isinstance(a, argparse._SubParsersAction)).choices[name]
+    (line,) = [line for line in (parser.epilog or "").splitlines() if word in line]
+    return shlex.split(line)[1:]
+
+
+def test_the_hints_that_turn_the_inference_operator_on_work_as_printed(
+    run_cli: RunCli, cloud: Any, api: ApiClient
+) -> None:
+    tag = "infer"
+    url = local_cluster(api, cloud, tag)
+    deploy = ("endpoints", "deploy", tag, "falcon", "--instance-type", INSTANCE_TYPE,
+              "--jumpstart", "huggingface-llm-falcon-7b-bf16", "--accept-eula")
+
+    # The endpoint is refused while the operator is off, with the command that turns it on:
+    # run as printed, it does (hypd makes the TLS bucket; none is named).
+    off = run_cli(*deploy, endpoint=url)
+    assert off.code == EXIT_FAILED
+    hint = re.search(r"^Turn inference operator on first: (hypd .*)$", off.err, re.M)
+    assert hint is not None, off.err
+    on = run_cli(*shlex.split(hint.group(1))[1:], *FAST)
+    assert on.code == EXIT_OK, on.text
+    assert f"(set-features, cluster {tag}): SUCCEEDED" in on.out
+    inference = api.get_features(tag)["features"]["inferenceOperator"]
+    assert inference["status"] == "ACTIVE"
+    assert inference["tlsCertificateBucket"].startswith(f"hyperpod-tls-{tag}-")
+
+    # `features set --help`'s example, for this cluster: already so, nothing started.
+    printed = example("features set", "inference-operator")
+    assert printed == ["features", "set", "demo", "--enable", "inference-operator", "--wait"]
+    again = run_cli(*[tag if w == "demo" else w for w in printed], endpoint=url)
+    assert again.code == EXIT_OK, again.text
+    assert f"no change: features of cluster {tag} unchanged" in again.out
+
+    deployed = run_cli(*deploy, "--wait", *FAST, endpoint=url)
+    assert deployed.code == EXIT_OK, deployed.text
+
+
 def test_teams_set_get_and_delete_after_enabling_task_governance(
     run_cli: RunCli, cloud: Any, api: ApiClient
 ) -> None:
     tag = "gov"
-    url = cloud.api_url
-    created_cluster(api, cloud, tag=tag)
+    url = local_cluster(api, cloud, tag)
     team = ("teams", "set", tag, "ml", "--resource", f"{INSTANCE_TYPE}=1",
             "--fair-share-weight", "50", "--borrow-limit", "50")
 

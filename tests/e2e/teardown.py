@@ -52,6 +52,9 @@ def world(cloud: Any) -> dict[str, list[str]]:
             "ClusterSchedulerConfigSummaries"] if c["Status"] != "Deleted"],
         "endpoints": [e["EndpointName"] for e in sagemaker.list_endpoints()["Endpoints"]],
         "workspaces": [w["alias"] for w in cloud.client("amp").list_workspaces()["workspaces"]],
+        # The TLS bucket hypd makes (hyperpod-tls-<tag>-<digest>), not the user's.
+        "tlsBuckets": [b["Name"] for b in cloud.client("s3").list_buckets()["Buckets"]
+                       if b["Name"].startswith(f"hyperpod-tls-{TAG}-")],
     }
 
 

@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 
 from hypd.features import load_balancer_controller
+from hypd.features.tls_bucket import tls_bucket_name
 from hypd_cli.api_client import ApiClient
+from hypd_local.calls import watch_calls
 from tests.e2e.capacity import CLUSTER, TAG, created_cluster, run, stages
+from tests.support import PRIVATE_BUCKET, bucket_privacy
 
 TLS_BUCKET = "hyperpod-tls-train"
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
@@ -70,10 +73,12 @@ def world(cloud: Any) -> dict[str, Any]:
     ]
     workspaces = [w["alias"] for w in cloud.client("amp").list_workspaces()["workspaces"]
                   if w["status"]["statusCode"] != "DELETING"]
+    buckets = sorted(b["Name"] for b in cloud.client("s3").list_buckets()["Buckets"]
+                     if b["Name"].startswith("hyperpod-tls"))
     return {"addons": addons, "associations": associations, "roles": roles,
             "policies": policies, "oidc": providers, "crds": crds,
             "tiered": described.get("TieredStorageConfig"), "schedulers": schedulers,
-            "workspaces": workspaces}
+            "workspaces": workspaces, "tlsBuckets": buckets}
 
 
 def without_ids(state: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +92,7 @@ def without_ids(state: dict[str, Any]) -> dict[str, Any]:
 
 ON = {
     "trainingOperator": {"enabled": True},
-    "inferenceOperator": {"enabled": True, "tlsCertificateBucket": TLS_BUCKET},
+    "inferenceOperator": {"enabled": True},  # with the TLS bucket hypd makes
     "tieredCheckpointing": {"enabled": True, "memoryPercent": 20},
     "observability": {"enabled": True, "metrics": {"training": "ADVANCED"}},
     "taskGovernance": {"enabled": True, "fairShare": True},
@@ -254,6 +259,104 @@ def test_observability_gets_a_workspace_hypd_removes_again(api: ApiClient, cloud
             if w["status"]["statusCode"] != "DELETING"] == []
 
 
+def hypd_tls_bucket(cloud: Any) -> str:
+    return tls_bucket_name(TAG, cloud.account_id, cloud.region)
+
+
+def bucket_tags(cloud: Any, bucket: str) -> dict[str, str]:
+    tagging = cloud.client("s3").get_bucket_tagging(Bucket=bucket)
+    return {t["Key"]: t["Value"] for t in tagging["TagSet"]}
+
+
+def new_cluster(api: ApiClient, cloud: Any) -> dict[str, Any]:
+    """Cluster `train` created, and `world` as it is then."""
+    created_cluster(api, cloud)
+    return world(cloud)
+
+
+def test_the_inference_operator_without_a_bucket_gets_a_private_one_hypd_removes_again(
+    api: ApiClient, cloud: Any
+) -> None:
+    before = new_cluster(api, cloud)
+    # What `hypd features set train --enable inference-operator` sends.
+    apply(api, cloud, inferenceOperator={"enabled": True})
+    bucket, s3 = hypd_tls_bucket(cloud), cloud.client("s3")
+    view = features(api)["inferenceOperator"]
+    assert view["status"] == "ACTIVE", view
+    assert view["tlsCertificateBucket"] == bucket
+    assert "tls-bucket" in view["requires"]
+    on = world(cloud)
+    assert on["tlsBuckets"] == [bucket]
+    assert on["addons"][INFERENCE]["configuration"]["tlsCertificateS3Bucket"] == bucket
+    assert s3.get_bucket_location(Bucket=bucket)["LocationConstraint"] == cloud.region
+    assert bucket_privacy(s3, bucket) == PRIVATE_BUCKET
+    assert bucket_tags(cloud, bucket) == {"hypd:tag": TAG, "hypd:installed-by": "features"}
+    # The execution role may tag the certificates the operator writes there.
+    inline = cloud.client("iam").get_role_policy(
+        RoleName=f"SageMakerHyperPodInference-hypd-{TAG}-inference",
+        PolicyName="hyperpod-inference-v3")["PolicyDocument"]
+    assert {"Effect": "Allow", "Action": "s3:PutObjectTagging",
+            "Resource": f"arn:aws:s3:::{bucket}/*"} in inline["Statement"]
+    # Asked again, as the hints print it: the features already are so.
+    assert patch(api, inferenceOperator={"enabled": True})["changed"] is False
+    # Off: the bucket goes, the certificates the operator wrote in it first.
+    s3.put_object(Bucket=bucket, Key="certs/falcon/tls.crt", Body=b"-----BEGIN CERTIFICATE")
+    apply(api, cloud, inferenceOperator={"enabled": False})
+    assert world(cloud) == before
+    assert world(cloud)["tlsBuckets"] == []
+
+
+def test_the_tls_bucket_is_finished_by_the_retry_of_a_step_that_failed_half_way(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    cloud.faults.fail("s3", "PutBucketTagging", code="InvalidTag",
+                      message="PutBucketTagging refused (injected)")
+    failed = run(api, cloud, patch(api, inferenceOperator={"enabled": True}))
+    assert failed["status"] == "FAILED"
+    assert failed["error"]["message"].startswith("inferenceOperator: tls-bucket:"), failed[
+        "error"]
+    assert stages(failed)["prerequisites"]["status"] == "FAILED"
+    bucket = hypd_tls_bucket(cloud)
+    assert cloud.client("s3").head_bucket(Bucket=bucket)  # made, not tagged yet
+    calls: list[str] = []
+    with watch_calls(lambda call: calls.append(call.action)):
+        api.call("retryOperation", operationId=failed["id"])
+        retried = run(api, cloud, {"operationId": failed["id"]})
+    assert retried["status"] == "SUCCEEDED", retried.get("error")
+    # CreateBucket again, answered BucketAlreadyOwnedByYou: the same bucket, finished.
+    assert calls.count("s3:CreateBucket") == 1
+    assert world(cloud)["tlsBuckets"] == [bucket]
+    assert bucket_tags(cloud, bucket)["hypd:installed-by"] == "features"
+    assert features(api)["inferenceOperator"]["tlsCertificateBucket"] == bucket
+
+
+def test_a_bucket_the_user_names_is_used_as_it_is_and_never_removed(
+    api: ApiClient, cloud: Any
+) -> None:
+    created_cluster(api, cloud)
+    s3 = cloud.client("s3")
+    s3.create_bucket(Bucket=TLS_BUCKET,
+                     CreateBucketConfiguration={"LocationConstraint": cloud.region})
+    s3.put_bucket_tagging(Bucket=TLS_BUCKET, Tagging={"TagSet": [{"Key": "team",
+                                                                  "Value": "ml"}]})
+    s3.put_object(Bucket=TLS_BUCKET, Key="certs/old/tls.crt", Body=b"certificate")
+    apply(api, cloud, inferenceOperator={"enabled": True, "tlsCertificateBucket": TLS_BUCKET})
+    assert world(cloud)["tlsBuckets"] == [TLS_BUCKET]  # hypd made none of its own
+    assert features(api)["inferenceOperator"]["tlsCertificateBucket"] == TLS_BUCKET
+    # Enabled again without a bucket (as the hints print it): it keeps the user's.
+    assert patch(api, inferenceOperator={"enabled": True})["changed"] is False
+    apply(api, cloud, inferenceOperator={"enabled": False})
+    # Off again, and on with the bucket hypd makes, then off: the user's is untouched.
+    apply(api, cloud, inferenceOperator={"enabled": True})
+    assert world(cloud)["tlsBuckets"] == sorted([TLS_BUCKET, hypd_tls_bucket(cloud)])
+    apply(api, cloud, inferenceOperator={"enabled": False})
+    assert world(cloud)["tlsBuckets"] == [TLS_BUCKET]
+    assert bucket_tags(cloud, TLS_BUCKET) == {"team": "ml"}
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=TLS_BUCKET)["Contents"]] == [
+        "certs/old/tls.crt"]
+
+
 def test_get_reports_what_is_really_there(api: ApiClient, cloud: Any) -> None:
     created_cluster(api, cloud)
     apply(api, cloud, trainingOperator={"enabled": True})
@@ -281,7 +384,8 @@ def test_bad_requests_name_the_field(api: ApiClient, cloud: Any) -> None:
     created_cluster(api, cloud)
     for body, field in (
         ({"tieredCheckpointing": {"memoryPercent": 30}}, "tieredCheckpointing.memoryPercent"),
-        ({"inferenceOperator": {"enabled": True}}, "inferenceOperator.tlsCertificateBucket"),
+        ({"inferenceOperator": {"enabled": True, "tlsCertificateBucket": "team-data"}},
+         "inferenceOperator.tlsCertificateBucket"),
         ({"observability": {"enabled": True, "metrics": {"scaling": "BASIC"}}},
          "observability.metrics"),
     ):
@@ -456,8 +560,7 @@ def test_a_refusal_in_each_step_names_the_step_and_a_retry_resumes_there(
 def test_a_refusal_in_cleanup_fails_there_and_a_retry_removes_the_rest(
     api: ApiClient, cloud: Any
 ) -> None:
-    created_cluster(api, cloud)
-    before = world(cloud)
+    before = new_cluster(api, cloud)
     apply(api, cloud, trainingOperator={"enabled": True})
     cloud.faults.fail("eks", "DeletePodIdentityAssociation", code="InvalidRequestException",
                       message="DeletePodIdentityAssociation refused (injected)")

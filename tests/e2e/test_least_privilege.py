@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
+from hypd.features.tls_bucket import tls_bucket_name
 from hypd_cli.api_client import ApiClient
 from hypd_cli.demo import demo_request, follow
 from hypd_cli.local import local_parameters
@@ -184,6 +185,29 @@ def test_without_its_access_entry_the_capacity_function_is_refused_by_kubernetes
     assert added["status"] == "FAILED"
     assert added["error"]["code"] == "UnauthorizedException"
     assert "Unauthorized" in added["error"]["message"]
+
+
+def test_without_deleting_objects_the_tls_bucket_hypd_made_is_not_emptied(
+    cloud_without: Any,
+) -> None:
+    """The bucket grants are on the bucket's ARN; emptying it needs s3:DeleteObject on its
+    objects' ARNs, a statement of its own."""
+    cloud = cloud_without(without_statement("FeatureTasksFunction", "EmptyTlsBuckets"))
+    api = ApiClient(cloud.api_url)
+    created_cluster(api, cloud, group_body(count=1))
+    on = run(api, cloud, api.call("setFeatures", tag="train",
+                                  body={"inferenceOperator": {"enabled": True}}))
+    assert on["status"] == "SUCCEEDED", on.get("error")
+    bucket = tls_bucket_name("train", cloud.account_id, cloud.region)
+    cloud.client("s3").put_object(Bucket=bucket, Key="certs/tls.crt", Body=b"certificate")
+    off = run(api, cloud, api.call("setFeatures", tag="train",
+                                   body={"inferenceOperator": {"enabled": False}}))
+    stage = failed_stage(off)
+    assert stage["name"] == "cleanup"
+    assert stage["error"]["code"] == "AccessDenied"
+    assert (f"s3:DeleteObject on resource: arn:aws:s3:::{bucket}/certs/tls.crt"
+            in stage["error"]["message"])
+    assert cloud.client("s3").head_bucket(Bucket=bucket)  # kept until it can be emptied
 
 
 def _seconds(stage: dict[str, Any]) -> float:

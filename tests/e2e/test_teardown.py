@@ -10,8 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from hypd.create.control_plane import EKS_WAIT
+from hypd.features.tls_bucket import tls_bucket_name
 from hypd_cli.api_client import ApiClient, ApiError
 from hypd_cli.demo import follow
 from hypd_local.calls import watch_calls
@@ -119,6 +121,28 @@ def test_a_full_cluster_is_torn_down_to_nothing(api: ApiClient, cloud: Any) -> N
     history = [o["kind"] for o in api.get("/operations", clusterTag=TAG)["operations"]]
     assert history[0] == "delete-cluster"
     assert "create-cluster" in history
+
+
+def test_the_tls_bucket_hypd_made_is_emptied_and_deleted_with_the_cluster(
+        api: ApiClient, cloud: Any) -> None:
+    create(api, cloud, {"inferenceOperator": {"enabled": True}})  # no bucket named
+    bucket, s3 = tls_bucket_name(TAG, cloud.account_id, cloud.region), cloud.client("s3")
+    s3.put_object(Bucket=bucket, Key="certs/falcon/tls.crt", Body=b"-----BEGIN CERTIFICATE")
+
+    plan = api.call("getTeardownPlan", tag=TAG)
+    planned = by_stage(plan["steps"])
+    assert ("S3Bucket", bucket) in planned["roles"]
+    kept = {(k["type"], k["name"]) for k in plan["kept"]}
+    assert ("S3Bucket", bucket) not in kept
+    assert ("S3Bucket", "team-data") in kept  # the cluster's storage: the user's
+    operation = run(api, cloud, api.call("deleteCluster", tag=TAG))
+    assert operation["status"] == "SUCCEEDED", operation.get("error")
+    assert deleted_by_stage(operation) == planned
+    nothing_left(cloud)  # the bucket hypd made, too
+    with pytest.raises(ClientError):
+        s3.head_bucket(Bucket=bucket)
+    for other in ("team-data", TLS_BUCKET):
+        assert s3.head_bucket(Bucket=other)
 
 
 def test_a_deleted_clusters_tag_refuses_changes_and_can_be_created_again(

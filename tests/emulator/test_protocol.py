@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -330,6 +331,23 @@ def test_s3_path_and_virtual_host_style() -> None:
                        ) == "ListBuckets"
     assert s3.identify(HttpRequest("GET", "/b1/k", headers={"host": "127.0.0.1:5000"})
                        ) == "GetObject"
+
+
+def test_s3_reads_the_xml_payload_iam_authorises() -> None:
+    s3 = protocol_for(model("s3"))
+    deletes = botocore_request("s3", "DeleteObjects", {"Bucket": "b1", "Delete": {
+        "Objects": [{"Key": "certs/a.pem"}, {"Key": "certs/b.pem", "VersionId": "v1"}],
+        "Quiet": True}})
+    assert s3.identify(deletes) == "DeleteObjects"
+    assert s3.parse(deletes, "DeleteObjects") == {"Bucket": "b1", "Delete": {
+        "Objects": [{"Key": "certs/a.pem"}, {"Key": "certs/b.pem", "VersionId": "v1"}],
+        "Quiet": True}}
+    tagging = botocore_request("s3", "PutBucketTagging", {"Bucket": "b1", "Tagging": {
+        "TagSet": [{"Key": "hypd:tag", "Value": "t"}]}})
+    assert s3.parse(tagging, "PutBucketTagging")["Tagging"] == {
+        "TagSet": [{"Key": "hypd:tag", "Value": "t"}]}
+    malformed = replace(deletes, body=b"<Delete><Object>")
+    assert s3.parse(malformed, "DeleteObjects") == {"Bucket": "b1"}  # moto answers MalformedXML
 
 
 def parse_error(service: str, response: HttpResponse) -> dict[str, Any]:

@@ -173,6 +173,30 @@ def test_tags_of_governance_resources(features: Features) -> None:
     assert removed[0].keys == {"aws:TagKeys": ["hypd:tag"]}
 
 
+# --------------------------------------------------------------------------- S3 (TLS bucket)
+
+def test_the_tls_buckets_operations_act_on_the_bucket_and_its_objects(
+    features: Features
+) -> None:
+    bucket, arn = "hyperpod-tls-t-0123456789ab", "arn:aws:s3:::hyperpod-tls-t-0123456789ab"
+    for op, action in (("CreateBucket", "CreateBucket"),
+                       ("PutPublicAccessBlock", "PutBucketPublicAccessBlock"),
+                       ("PutBucketEncryption", "PutEncryptionConfiguration"),
+                       ("PutBucketTagging", "PutBucketTagging"),
+                       ("GetBucketTagging", "GetBucketTagging"),
+                       ("ListObjectsV2", "ListBucket"), ("DeleteBucket", "DeleteBucket")):
+        assert summary(features.checks("s3", "s3", op, Bucket=bucket)) == [
+            (f"s3:{action}", [(arn, "bucket")])], op
+    # A multi-object delete is authorised object by object, as DeleteObject.
+    emptied = features.checks("s3", "s3", "DeleteObjects", Bucket=bucket, Delete={
+        "Objects": [{"Key": "certs/a.pem"}, {"Key": "certs/b.pem"}]})
+    assert summary(emptied) == [("s3:DeleteObject", [(f"{arn}/certs/a.pem", "object")]),
+                                ("s3:DeleteObject", [(f"{arn}/certs/b.pem", "object")])]
+    assert decide(principal(allow("s3:DeleteObject", arn)), emptied) is not None
+    objects = principal(allow("s3:DeleteObject", "arn:aws:s3:::hyperpod-tls-*/*"))
+    assert decide(objects, emptied) is None
+
+
 # --------------------------------------------------------------------------- AMP (aps)
 
 def test_a_workspace_is_created_against_star_with_its_request_tags(features: Features) -> None:

@@ -69,9 +69,9 @@ def _snapshot(record: Cluster) -> state.Snapshot:
     description=(
         "Training operator, inference operator, tiered checkpointing, observability and task "
         "governance, read from EKS (add-ons, pod identity associations), IAM, SageMaker "
-        "(TieredStorageConfig, the scheduler config), Amazon Managed Prometheus and the "
-        "cluster's Kubernetes API (CRDs served, controllers available); never what hypd last "
-        "wrote."
+        "(TieredStorageConfig, the scheduler config), Amazon Managed Prometheus, S3 (the TLS "
+        "bucket hypd makes for the inference operator) and the cluster's Kubernetes API (CRDs "
+        "served, controllers available); never what hypd last wrote."
     ),
     tags=TAGS,
     responses={

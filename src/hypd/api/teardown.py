@@ -106,7 +106,8 @@ Forget = Annotated[bool, Query(description="Remove the record of a discovered cl
     description=(
         "Deletes in reverse order what GET /clusters/{tag}/teardown-plan lists: workloads, "
         "task governance, the HyperPod cluster, the add-ons and the EKS cluster beside the "
-        "file systems, the network, the roles, then marks the record DELETED. Refused (409, "
+        "file systems, the network, the roles (and the TLS bucket hypd made, emptied first), "
+        "then marks the record DELETED. Refused (409, "
         "nothing deleted) with deletion protection on, running workloads without force=true, "
         "a discovered cluster (forget=true removes its record instead), or another operation "
         "on the cluster."

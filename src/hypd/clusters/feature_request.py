@@ -64,16 +64,22 @@ class TrainingOperatorRequest(_Feature):
 
 class InferenceOperatorRequest(_Feature):
     """The HyperPod inference operator (EKS add-on amazon-sagemaker-hyperpod-inference): needs
-    cert-manager, both CSI drivers, metrics-server, the cluster's IAM OIDC provider and four
-    IRSA roles, all installed first."""
+    cert-manager, both CSI drivers, metrics-server, the cluster's IAM OIDC provider, four IRSA
+    roles and an S3 bucket for its TLS certificates (hypd makes one unless one is named), all
+    installed first."""
 
     tls_certificate_bucket: str | None = Field(
         default=None,
         alias="tlsCertificateBucket",
         pattern=TLS_BUCKET_PATTERN,
-        description="The S3 bucket the operator writes endpoints' TLS certificates to. Its "
-        "name must start with hyperpod-tls: the operator's AWS managed policy "
-        "(AmazonSageMakerHyperPodInferenceAccess) allows only such buckets.",
+        description="The S3 bucket of this account the operator writes endpoints' TLS "
+        "certificates to, used as it is and never deleted by hypd. Its name must start with "
+        "hyperpod-tls: the operator's AWS managed policy (AmazonSageMakerHyperPodInferenceAccess) "
+        "allows only such buckets. Omit it for the one hypd makes for the cluster, "
+        "hyperpod-tls-{tag}-{digest} (the tag lower-cased, cut to 37 characters; digest: the "
+        "first 12 hex digits of the SHA-256 of {account}/{region}/{tag}): private, encrypted, "
+        "tagged hypd:tag, and deleted, emptied first, when the inference operator is turned "
+        "off or the cluster deleted.",
     )
 
 

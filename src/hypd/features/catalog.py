@@ -65,6 +65,8 @@ class Feature:
     oidc: bool = False
     """Needs the cluster's IAM OIDC provider (IRSA)."""
     amp_workspace: bool = False
+    tls_bucket: bool = False
+    """Needs an S3 bucket for its TLS certificates (hypd makes one unless one is named)."""
     roles: tuple[FeatureRole, ...] = ()
     pod_identities: tuple[PodIdentity, ...] = ()
     crds: tuple[str, ...] = ()
@@ -106,6 +108,7 @@ INFERENCE_OPERATOR = Feature(
         "metrics-server",
     ),
     oidc=True,
+    tls_bucket=True,
     roles=(
         FeatureRole(
             "inference",
@@ -201,7 +204,7 @@ SHARED_PREREQUISITES = tuple(
 
 INSTALLED_BY_TAG = "hypd:installed-by"
 """Tag hypd puts on what it installs for a feature (add-ons, associations, the OIDC provider,
-the AMP workspace): only what carries it is ever removed."""
+the AMP workspace, the TLS bucket): only what carries it is ever removed."""
 INSTALLED_BY_FEATURES = "features"
 
 TRAINING_OPERATOR_MIN_GOVERNANCE = (1, 3, 0)

@@ -59,9 +59,9 @@ def changes(targets: dict[str, FeatureTarget], snapshot: Snapshot) -> dict[str, 
 
 def repairable(snapshot: Snapshot, feature: Feature) -> bool:
     """Is something of an enabled feature missing that the reconciler makes: its add-on failed,
-    a prerequisite add-on, a role or a pod identity association gone? (A controller that is
-    unavailable while nodes restart, or an add-on EKS reports DEGRADED, is reported, not
-    repaired: nothing hypd makes would change it.)"""
+    a prerequisite add-on, a role, a pod identity association or the TLS bucket hypd made
+    gone? (A controller that is unavailable while nodes restart, or an add-on EKS reports
+    DEGRADED, is reported, not repaired: nothing hypd makes would change it.)"""
     status, _problems = feature_status(snapshot, feature)
     if status == "FAILED":
         return True
@@ -70,6 +70,9 @@ def repairable(snapshot: Snapshot, feature: Feature) -> bool:
     if any(snapshot.addon(p) is None for p in feature.prerequisites):
         return True
     if any(snapshot.roles.get(r.key) is None for r in feature.roles):
+        return True
+    if feature.tls_bucket and not snapshot.tls_bucket_made and settings_of(
+            snapshot, feature).get("tlsCertificateBucket") == snapshot.hypd_tls_bucket:
         return True
     return any(
         (i.namespace, i.service_account) not in snapshot.associations
@@ -82,15 +85,11 @@ def check(request: FeaturesRequest, snapshot: Snapshot | None) -> None:
     cluster still to be created, where every feature is off).
 
     Raises:
-        ValidationError: settings for a feature left off; the inference operator turned on
-            without a TLS bucket.
+        ValidationError: settings for a feature left off.
         ConflictError: task governance turned off while teams (compute quotas) exist.
     """
     def on(feature: Feature) -> bool:
         return snapshot is not None and snapshot.enabled(feature)
-
-    def current(feature: Feature) -> dict[str, Any]:
-        return settings_of(snapshot, feature) if snapshot is not None else {}
 
     for name, sent in request.named().items():
         feature = FEATURES[name]
@@ -100,14 +99,6 @@ def check(request: FeaturesRequest, snapshot: Snapshot | None) -> None:
             field = f"{name}.{next(iter(settings))}"
             raise catalog_error([Problem(
                 field, f"{feature.title} is off; send \"enabled\": true with its settings")])
-    inference = request.inference_operator
-    if inference is not None and inference.enabled:
-        now = current(FEATURES["inferenceOperator"])
-        if not (inference.tls_certificate_bucket or now.get("tlsCertificateBucket")):
-            raise catalog_error([Problem(
-                "inferenceOperator.tlsCertificateBucket",
-                "the inference operator writes TLS certificates to an S3 bucket: name one "
-                "(hyperpod-tls...)")])
     governance = request.task_governance
     if (governance is not None and governance.enabled is False and snapshot is not None
             and snapshot.quotas):

@@ -15,6 +15,7 @@ from typing import Any
 from hypd.aws import amp as amp_api
 from hypd.aws import eks as eks_api
 from hypd.aws import iam as iam_api
+from hypd.aws import s3 as s3_api
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.clusters.feature_request import FeaturesRequest
 from hypd.clusters.models import HYPD_TAG_KEY
@@ -72,10 +73,13 @@ class Reconciler:
     def _role_arn(self, snap: Snapshot, key: str) -> str:
         return role_arn(snap.partition, snap.account, self.tag, role_of(key))
 
-    def _bucket(self, targets: dict[str, plan.FeatureTarget]) -> str | None:
+    def _bucket(self, snap: Snapshot, targets: dict[str, plan.FeatureTarget]) -> str | None:
+        """The inference operator's TLS bucket once it is on: the one named (sent, or the
+        add-on's now), else the one hypd makes for the cluster; None while it is to be off."""
         wanted = targets.get("inferenceOperator")
-        bucket = (wanted.settings.get("tlsCertificateBucket") if wanted else None)
-        return str(bucket) if bucket else None
+        if wanted is None or not wanted.enabled:
+            return None
+        return str(wanted.settings.get("tlsCertificateBucket") or snap.hypd_tls_bucket)
 
     def _workspace_arn(self, snap: Snapshot, targets: dict[str, plan.FeatureTarget]) -> str | None:
         wanted = targets.get("observability")
@@ -93,7 +97,8 @@ class Reconciler:
             tag=self.tag, partition=snap.partition, region=snap.region,
             account=snap.account, eks_arn=snap.eks_arn,
             boundary_arn=self.boundary_arn, oidc_provider_arn=oidc_arn,
-            workspace_arn=self._workspace_arn(snap, targets), tls_bucket=self._bucket(targets),
+            workspace_arn=self._workspace_arn(snap, targets),
+            tls_bucket=self._bucket(snap, targets),
         )
 
     def advance(
@@ -159,6 +164,8 @@ class Reconciler:
             with step("inferenceOperator", "oidc-provider"):
                 iam_api.create_oidc_provider(iam, snap.oidc_issuer, self._tags())
             actions.append("create OIDC provider")
+        if self._bucket(snap, targets) == snap.hypd_tls_bucket and not snap.tls_bucket_made:
+            actions.append(self._make_tls_bucket(snap))
         observability = targets.get("observability")
         if observability and observability.enabled and not observability.settings.get(
             "ampWorkspaceArn"
@@ -205,6 +212,22 @@ class Reconciler:
                         actions.append(f"re-associate {'/'.join(key)}")
         return Progress(done, actions, wait)
 
+    def _make_tls_bucket(self, snap: Snapshot) -> str:
+        """The cluster's TLS bucket, made private, encrypted and tagged (idempotent: a
+        bucket of the name this account already owns is finished, not made again)."""
+        name = snap.hypd_tls_bucket
+        with step("inferenceOperator", "tls-bucket"):
+            try:
+                s3_api.make_private_bucket(self.clients.client("s3"), name, snap.region,
+                                           self._tags())
+            except s3_api.BucketNameTaken as exc:
+                raise failed(
+                    "inferenceOperator", "tls-bucket",
+                    f"{exc}: hypd names cluster {self.tag}'s TLS bucket {name}; name a bucket "
+                    "of this account with inferenceOperator.tlsCertificateBucket "
+                    "(hyperpod-tls...)", **exc.details) from exc
+        return f"create TLS bucket {name}"
+
     # ------------------------------------------------------------------ add-ons
     def _configuration(self, feature: Feature, snap: Snapshot,
                        targets: dict[str, plan.FeatureTarget]) -> dict[str, Any] | None:
@@ -213,7 +236,7 @@ class Reconciler:
             keda = self._role_arn(snap, "inference-keda")
             return {
                 "executionRoleArn": self._role_arn(snap, "inference"),
-                "tlsCertificateS3Bucket": self._bucket(targets),
+                "tlsCertificateS3Bucket": self._bucket(snap, targets),
                 "hyperpodClusterArn": snap.hyperpod_arn,
                 "jumpstartGatedModelDownloadRoleArn": self._role_arn(snap, "inference-gated"),
                 "alb": {"enabled": True,
@@ -489,6 +512,11 @@ class Reconciler:
                                              str(snap.workspace["workspaceId"]))
                 actions.append("delete AMP workspace")
         after = plan.enabled_after(targets, snap)
+        if not any(f.tls_bucket for f in after) and snap.tls_bucket_made:
+            # Only once the operator is off: certificates of its endpoints may be in it.
+            with step("inferenceOperator", "tls-bucket"):
+                s3_api.empty_and_delete_bucket(self.clients.client("s3"), snap.hypd_tls_bucket)
+            actions.append(f"delete TLS bucket {snap.hypd_tls_bucket}")
         if not any(f.oidc for f in after) and snap.oidc is not None and snap.oidc.tags.get(
             INSTALLED_BY_TAG
         ):

@@ -28,6 +28,8 @@ from hypd.features.catalog import (
     role_name,
     workspace_alias,
 )
+from hypd.features.tls_bucket import BucketFact, tls_bucket_name
+from hypd.features.tls_bucket import read as read_tls_bucket
 from hypd.kubernetes.apply import list_objects, not_ready, read_object
 
 CSI_DRIVER_NAMES = {
@@ -105,6 +107,18 @@ class Snapshot:
     scheduler: Mapping[str, Any] | None
     quotas: tuple[Mapping[str, Any], ...]
     kube: KubeFacts
+    tls_bucket: BucketFact | None = None
+    """The bucket of the name hypd gives the TLS bucket it makes (None: there is none)."""
+
+    @property
+    def hypd_tls_bucket(self) -> str:
+        """The name of the TLS bucket hypd makes for the cluster when none is named."""
+        return tls_bucket_name(self.tag, self.account, self.region)
+
+    @property
+    def tls_bucket_made(self) -> bool:
+        """Is that bucket there, made by hypd for this cluster?"""
+        return self.tls_bucket is not None and self.tls_bucket.made_for(self.tag)
 
     def addon(self, name: str | None) -> AddonFact | None:
         fact = self.addons.get(name or "")
@@ -193,6 +207,7 @@ def read(
         scheduler=scheduler,
         quotas=quotas,
         kube=read_kube(clients, eks_name),
+        tls_bucket=read_tls_bucket(clients.client("s3"), tls_bucket_name(tag, account, region)),
     )
 
 
@@ -373,6 +388,8 @@ def views(snapshot: Snapshot) -> dict[str, Any]:
             requires.append("oidc-provider")
         if feature.amp_workspace:
             requires.append("amp-workspace")
+        if feature.tls_bucket:
+            requires.append("tls-bucket")
         view: dict[str, Any] = {
             "enabled": snapshot.enabled(feature),
             "status": status,

@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from hypd.aws import amp as amp_api
 from hypd.aws import eks as eks_api
 from hypd.aws import iam as iam_api
+from hypd.aws import s3 as s3_api
 from hypd.aws import sagemaker as sagemaker_api
 from hypd.features.tasks import FeatureServices
+from hypd.features.tls_bucket import BucketFact
 from hypd.kubernetes.apply import KubernetesAccessDenied, delete_object, list_objects
 from hypd.tasks import TaskRouter
 from hypd.teardown import finders
 from hypd.teardown.inputs import TeardownInput
 from hypd.teardown.inventory import endpoint_resource
 from hypd.teardown.plan import Resource, distinct
-from hypd.teardown.stages import Look, stage_task
+from hypd.teardown.stages import Look, TeardownFailed, stage_task
 from hypd.workloads import views
 from hypd.workloads.cluster import list_kinds
 from hypd.workloads.manifests import ENDPOINT_KINDS, JOB_POD_LABEL, KINDS, TRAINING_JOB
@@ -122,8 +124,8 @@ def addons(services: FeatureServices, where: TeardownInput,
 
 def roles(services: FeatureServices, where: TeardownInput,
           known: Sequence[Resource], start: bool) -> Look:
-    """The cluster's IAM roles and OIDC providers (deleted at once), and its AMP workspace
-    (AMP takes a while)."""
+    """The cluster's IAM roles and OIDC providers, the TLS bucket hypd made (emptied first;
+    all deleted at once), and its AMP workspace (AMP takes a while)."""
     iam = services.client("iam")
     deleted = []
     for role in finders.cluster_roles(iam, where.tag):
@@ -132,6 +134,21 @@ def roles(services: FeatureServices, where: TeardownInput,
     for provider in finders.tagged_oidc_providers(iam, where.tag):
         iam_api.delete_oidc_provider(iam, str(provider.arn))
         deleted.append(provider)
+    s3 = services.client("s3")
+    # The plan named it (its name is the account's and Region's): nothing makes one later,
+    # as every other operation of the cluster is refused while it is deleted.
+    for bucket in (r for r in known if r.type == "S3Bucket"):
+        tags = s3_api.bucket_tags(s3, bucket.name)
+        if tags is None:
+            continue  # gone
+        if not BucketFact(bucket.name, tags).made_for(where.tag):
+            raise TeardownFailed(
+                f"stage roles: S3 bucket {bucket.name} no longer carries the tags hypd gave "
+                f"it for cluster {where.tag}, and hypd deletes only what it made: delete it "
+                "(or tag it again), then retry", details={"stage": "roles",
+                                                         "remaining": [bucket.view()]})
+        s3_api.empty_and_delete_bucket(s3, bucket.name)
+        deleted.append(bucket)
     amp = services.client("amp")
     workspace = finders.tagged_workspace(amp, where.tag)
     if workspace is None:

@@ -4,7 +4,8 @@ without the Kubernetes client (TeardownTasksFunction) import this, never `invent
 
 A resource is hypd's when it carries the tag ``hypd:tag`` = the cluster's tag (the HyperPod
 and EKS clusters, FSx, compute subnets, the OIDC provider, the AMP workspace) or bears the name
-hypd gives it (the network stack ``hypd-{tag}-network``, the roles ``hypd-{tag}-*``).
+hypd gives it (the network stack ``hypd-{tag}-network``, the roles ``hypd-{tag}-*``), or both
+(the inference operator's TLS bucket hypd made: its name and the tags hypd gives it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from hypd.capacity.autoscaling import role_name as autoscaling_role_name
 from hypd.clusters.models import HYPD_TAG_KEY
 from hypd.create.network_stack import stack_name
 from hypd.features.catalog import FEATURES, INSTALLED_BY_TAG, role_name, workspace_alias
+from hypd.features.tls_bucket import read as read_tls_bucket
 from hypd.network import TAG_ROLE
 from hypd.teardown.plan import Resource
 
@@ -164,3 +166,10 @@ def tagged_workspace(amp: Any, tag: str) -> Resource | None:
     return Resource("AmpWorkspace", str(workspace.get("alias")), workspace.get("arn"),
                     {"id": workspace.get("workspaceId"),
                      "status": (workspace.get("status") or {}).get("statusCode")})
+
+
+def made_tls_bucket(s3: Any, tag: str, name: str) -> bool:
+    """Is `name` the TLS bucket hypd made for cluster `tag` (the name hypd gives it and its
+    tags)? False: gone, or not hypd's (a bucket the user named is kept)."""
+    found = read_tls_bucket(s3, name)
+    return found is not None and found.made_for(tag)

@@ -15,7 +15,9 @@ from hypd.aws import sagemaker as sagemaker_api
 from hypd.clusters.models import HYPD_TAG_KEY, Cluster, ClusterSource, deletion_refusal
 from hypd.create.storage import CLAIM_NAME
 from hypd.errors import HypdError
+from hypd.features.catalog import INSTALLED_BY_FEATURES
 from hypd.features.state import FeatureClients
+from hypd.features.tls_bucket import tls_bucket_name
 from hypd.kubernetes.apply import list_objects
 from hypd.teardown import finders
 from hypd.teardown.plan import Blocker, Inventory, Resource, Workload, first_of_each
@@ -54,6 +56,7 @@ def read(clients: FeatureClients, record: Cluster,
     tag = record.tag
     kept: list[tuple[Resource, str]] = []
     sagemaker, eks = clients.client("sagemaker"), clients.client("eks")
+    tls_buckets = _made_tls_buckets(clients.client("s3"), record)
 
     hyperpod = None
     quotas: tuple[Resource, ...] = ()
@@ -89,7 +92,8 @@ def read(clients: FeatureClients, record: Cluster,
             addons = finders.addons(eks, record.eks_name)
             kept += [(Resource("S3Bucket", str(a.detail["tlsCertificateBucket"])),
                       "the inference operator's TLS certificate bucket: the user's, never "
-                      "deleted") for a in addons if a.detail.get("tlsCertificateBucket")]
+                      "deleted") for a in addons if a.detail.get("tlsCertificateBucket")
+                     not in (None, *(b.name for b in tls_buckets))]
             associations = finders.associations(eks, record.eks_name)
             if cluster.get("status") == "ACTIVE":
                 try:
@@ -130,12 +134,24 @@ def read(clients: FeatureClients, record: Cluster,
         roles=tuple(finders.cluster_roles(iam, tag)),
         oidc_providers=tuple(providers),
         workspaces=(workspace,) if workspace else (),
+        tls_buckets=tls_buckets,
         # One bucket may be both the storage and the TLS bucket.
         kept=tuple(first_of_each(kept, lambda k: k[0].key)),
         kubernetes_error=kube_error,
         running_operation=running_operation,
         held=_held(record),
     )
+
+
+def _made_tls_buckets(s3: Any, record: Cluster) -> tuple[Resource, ...]:
+    """The TLS bucket hypd made for the cluster's inference operator, if it is there: named
+    for the account and Region of the record's anchor (where hypd made the cluster)."""
+    _arn, partition, _service, region, account, _rest = record.anchor_arn.split(":", 5)
+    name = tls_bucket_name(record.tag, account, region)
+    if not finders.made_tls_bucket(s3, record.tag, name):
+        return ()
+    return (Resource("S3Bucket", name, f"arn:{partition}:s3:::{name}",
+                     {"installedBy": INSTALLED_BY_FEATURES}),)
 
 
 def _held(record: Cluster) -> Blocker | None:

@@ -104,6 +104,8 @@ class Inventory:
     roles: tuple[Resource, ...] = ()
     oidc_providers: tuple[Resource, ...] = ()
     workspaces: tuple[Resource, ...] = ()
+    tls_buckets: tuple[Resource, ...] = ()
+    """The inference operator's TLS bucket hypd made (emptied, then deleted)."""
     kept: tuple[tuple[Resource, str], ...] = ()
     """What the inventory saw and will not delete, each with why."""
     kubernetes_error: str | None = None
@@ -218,7 +220,8 @@ def plan(inventory: Inventory, *, force: bool = False) -> Plan:
         "eks": (inventory.eks,) if inventory.eks else (),
         "storage": inventory.file_systems,
         "network": (*inventory.subnets, *((inventory.stack,) if inventory.stack else ())),
-        "roles": (*inventory.roles, *inventory.oidc_providers, *inventory.workspaces),
+        "roles": (*inventory.roles, *inventory.oidc_providers, *inventory.workspaces,
+                  *inventory.tls_buckets),
         "record": (record,),
     }
     return Plan(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote_plus
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape as xml_escape
 
 from hypd_local.emulator.errors import AwsError
@@ -71,6 +72,31 @@ def _from_query(shape: Any, flat: Mapping[str, str], prefix: str, *, ec2: bool) 
     if prefix not in flat:
         return None
     return _from_text(shape, flat[prefix])
+
+
+def _local_name(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]  # without its namespace
+
+
+def _from_xml(shape: Any, element: ElementTree.Element) -> Any:
+    """The value of ``shape`` in a REST-XML request body's `element`, keyed by member names
+    (lists flattened or wrapped, as botocore's serializer writes them; maps are not read)."""
+    kind = shape.type_name
+    if kind == "structure":
+        out: dict[str, Any] = {}
+        for name, member in shape.members.items():
+            wire = _wire_name(member, name)
+            found = [c for c in element if _local_name(c.tag) == wire]
+            if member.type_name == "list" and member.serialization.get("flattened"):
+                if found:
+                    out[name] = [_from_xml(member.member, c) for c in found]
+            elif found and member.type_name != "map":
+                out[name] = _from_xml(member, found[0])
+        return out
+    if kind == "list":
+        item = shape.member.serialization.get("name", "member")
+        return [_from_xml(shape.member, c) for c in element if _local_name(c.tag) == item]
+    return _from_text(shape, element.text or "")
 
 
 def _xml_text(value: str) -> str:
@@ -173,7 +199,8 @@ class RestXmlProtocol(_RestProtocol):
         return super().identify(self._path_style(request))
 
     def parse(self, request: HttpRequest, operation_name: str) -> dict[str, Any]:
-        """The input members in the URI, the query string and headers (not the XML body)."""
+        """The input members in the URI, the query string, headers and the XML body of a
+        structure payload (DeleteObjects' ``Delete``: the keys IAM authorises one by one)."""
         request = self._path_style(request)
         shape = self.operations[operation_name].input_shape
         if shape is None:
@@ -192,6 +219,14 @@ class RestXmlProtocol(_RestProtocol):
                     out[name] = _from_text(member, values[-1])
             elif location == "header" and wire.lower() in request.headers:
                 out[name] = _from_text(member, request.headers[wire.lower()])
+        payload = shape.serialization.get("payload")
+        if payload and request.body and shape.members[payload].type_name == "structure":
+            try:
+                # The request of a client of this machine, parsed for what IAM reads of it.
+                root = ElementTree.fromstring(request.body)  # noqa: S314
+            except ElementTree.ParseError:
+                return out  # moto answers it as S3 does (MalformedXML)
+            out[payload] = _from_xml(shape.members[payload], root)
         return out
 
     def serialize_error(self, error: AwsError, request_id: str | None = None) -> HttpResponse:

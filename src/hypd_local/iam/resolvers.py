@@ -170,6 +170,10 @@ _S3_BUCKET_ACTIONS = {
     "CreateBucket": "CreateBucket", "DeleteBucket": "DeleteBucket",
     "GetBucketPolicy": "GetBucketPolicy", "PutBucketPolicy": "PutBucketPolicy",
     "GetBucketTagging": "GetBucketTagging", "PutBucketTagging": "PutBucketTagging",
+    "PutPublicAccessBlock": "PutBucketPublicAccessBlock",
+    "GetPublicAccessBlock": "GetBucketPublicAccessBlock",
+    "PutBucketEncryption": "PutEncryptionConfiguration",
+    "GetBucketEncryption": "GetEncryptionConfiguration",
 }
 
 
@@ -177,6 +181,12 @@ def _s3(op: str, p: dict[str, Any], w: World) -> list[Check] | None:
     bucket = p.get("Bucket")
     if not isinstance(bucket, str):
         return None
+    if op == "DeleteObjects":
+        # S3 authorises a multi-object delete object by object, as DeleteObject (a body
+        # naming no object is not read: Unresolvable).
+        return [Check("s3:DeleteObject",
+                      (Target(f"arn:{w.partition}:s3:::{bucket}/{o.get('Key', '')}", "object"),))
+                for o in (p.get("Delete") or {}).get("Objects") or []] or None
     if op in _S3_OBJECT_ACTIONS:
         arn = f"arn:{w.partition}:s3:::{bucket}/{p.get('Key', '')}"
         return [Check(f"s3:{_S3_OBJECT_ACTIONS[op]}", (Target(arn, "object"),))]

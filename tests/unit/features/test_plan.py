@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from hypd.aws import iam as iam_api
 from hypd.clusters.feature_request import FEATURE_NAMES, FeaturesRequest
+from hypd.clusters.models import HYPD_TAG_KEY
 from hypd.errors import ConflictError, ValidationError
 from hypd.features import plan, state
 from hypd.features.catalog import (
@@ -21,6 +22,7 @@ from hypd.features.catalog import (
     role_of,
 )
 from hypd.features.roles import RoleContext, inline_policy, trust_policy
+from hypd.features.tls_bucket import BucketFact, tls_bucket_name
 from hypd_local.iam.lint import lint_document
 
 EKS_ARN = "arn:aws:eks:us-west-2:123456789012:cluster/hypd-train"
@@ -124,13 +126,38 @@ def test_settings_for_a_feature_left_off_are_refused_naming_the_field() -> None:
     assert raised.value.details["field"] == "tieredCheckpointing.memoryPercent"
 
 
-def test_the_inference_operator_needs_a_tls_bucket() -> None:
-    with pytest.raises(ValidationError) as raised:
-        plan.check(request(inferenceOperator={"enabled": True}), snapshot())
-    assert raised.value.details["field"] == "inferenceOperator.tlsCertificateBucket"
-    plan.check(request(inferenceOperator={"enabled": True,
-                                          "tlsCertificateBucket": "hyperpod-tls-team"}),
-               snapshot())
+def test_the_inference_operator_without_a_tls_bucket_gets_the_one_hypd_makes() -> None:
+    snap = snapshot()
+    ask = request(inferenceOperator={"enabled": True})
+    plan.check(ask, snap)  # not refused: hypd makes the bucket
+    targets = plan.target(ask, snap)
+    assert targets["inferenceOperator"].settings == {}
+    assert plan.changes(targets, snap) == {"inferenceOperator": ["enabled"]}
+    assert snap.hypd_tls_bucket == tls_bucket_name("train", "123456789012", "us-west-2")
+    assert "tls-bucket" in state.views(snap)["features"]["inferenceOperator"]["requires"]
+
+
+def inference_on(bucket: str, made: bool) -> state.Snapshot:
+    """The inference operator on with `bucket`; hypd's own bucket there (made) or not."""
+    snap = snapshot(*enabled("inferenceOperator")[:-1], addon(
+        "amazon-sagemaker-hyperpod-inference", tlsCertificateS3Bucket=bucket))
+    tags = {HYPD_TAG_KEY: "train", INSTALLED_BY_TAG: INSTALLED_BY_FEATURES}
+    return replace(snap, tls_bucket=BucketFact(snap.hypd_tls_bucket, tags) if made else None)
+
+
+def test_the_tls_bucket_hypd_made_is_repaired_when_gone_and_a_named_one_never() -> None:
+    ask = request(inferenceOperator={"enabled": True})
+    hypds = inference_on(snapshot().hypd_tls_bucket, made=True)
+    assert plan.changes(plan.target(ask, hypds), hypds) == {}
+    gone = replace(hypds, tls_bucket=None)
+    assert plan.changes(plan.target(ask, gone), gone) == {"inferenceOperator": ["repair"]}
+    # Someone else's bucket of that name (its tags unreadable, or not hypd's): not hypd's.
+    theirs = replace(hypds, tls_bucket=BucketFact(hypds.hypd_tls_bucket, {}, refused="denied"))
+    assert plan.changes(plan.target(ask, theirs), theirs) == {"inferenceOperator": ["repair"]}
+    named = inference_on("hyperpod-tls-team", made=False)
+    assert plan.changes(plan.target(ask, named), named) == {}
+    assert plan.target(ask, named)["inferenceOperator"].settings == {
+        "tlsCertificateBucket": "hyperpod-tls-team"}
 
 
 def test_a_tls_bucket_the_operators_policy_does_not_allow_is_refused() -> None:

@@ -29,6 +29,7 @@ def full() -> Inventory:
         roles=(Resource("IamRole", "hypd-t-training-operator", "arn:role"),),
         oidc_providers=(Resource("OidcProvider", "oidc.eks/id/X", "arn:oidc"),),
         workspaces=(Resource("AmpWorkspace", "hypd-t", "arn:ws"),),
+        tls_buckets=(Resource("S3Bucket", "hyperpod-tls-t-0123456789ab", "arn:b"),),
         kept=((Resource("S3Bucket", "data"), "the user's data"),),
     )
 
@@ -41,7 +42,8 @@ def test_every_resource_is_in_its_step_in_order() -> None:
         "workloads": ["done"], "governance": ["ml", "hypd-t"], "hyperpod": ["hypd-t"],
         "addons": ["amazon-sagemaker-hyperpod-training-operator", "cert-manager", "a-1"],
         "eks": ["hypd-t"], "storage": ["fs-1"], "network": ["subnet-1", "hypd-t-network"],
-        "roles": ["hypd-t-training-operator", "oidc.eks/id/X", "hypd-t"], "record": ["t"],
+        "roles": ["hypd-t-training-operator", "oidc.eks/id/X", "hypd-t",
+                  "hyperpod-tls-t-0123456789ab"], "record": ["t"],
     }
     assert view["kept"] == [{"type": "S3Bucket", "name": "data", "reason": "the user's data"}]
     assert view["parallel"] == [list(b) for b in BRANCHES]
