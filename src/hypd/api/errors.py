@@ -77,14 +77,37 @@ def error_response(
     )
 
 
-def _field_name(location: tuple[Any, ...] | list[Any]) -> str:
-    """`("body", "clusterNames", 0)` -> `clusterNames[0]`; `("query", "limit")` -> `limit`."""
+def _field_name(location: tuple[Any, ...] | list[Any], body: Any = None) -> str:
+    """`("body", "clusterNames", 0)` -> `clusterNames[0]`; `("query", "limit")` -> `limit`.
+
+    A union's tag, which pydantic puts in the location (`capacity.training-plan.trainingPlanArn`
+    for a `{"type": "training-plan"}` capacity), is not a field the user wrote: a part before the
+    last that the body (`body`, the parsed request) does not hold where it points is dropped.
+    """
     parts = list(location)
     source = parts.pop(0) if parts and parts[0] in {"body", "query", "path", "header"} else None
+    walk = body if source == "body" else None
     name = ""
-    for part in parts:
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if isinstance(walk, dict) and not last and part not in walk:
+            continue
+        if isinstance(walk, dict):
+            walk = walk.get(part)
+        elif isinstance(walk, list) and isinstance(part, int) and 0 <= part < len(walk):
+            walk = walk[part]
+        else:
+            walk = None
         name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
     return name or (source or "body")
+
+
+def _request_body(app: APIGatewayRestResolver) -> Any:
+    """The request's JSON body, or None when it has none or it is not JSON."""
+    try:
+        return json.loads(app.current_event.decoded_body or "null")
+    except (TypeError, ValueError):
+        return None
 
 
 def register_error_handlers(app: APIGatewayRestResolver) -> None:
@@ -94,11 +117,12 @@ def register_error_handlers(app: APIGatewayRestResolver) -> None:
 
     @app.exception_handler(RequestValidationError)
     def validation_failed(exc: RequestValidationError) -> Response[str]:
+        body = _request_body(app)
         errors = [
             {
                 "field": "body"
                 if error.get("type") == "json_invalid"
-                else _field_name(error.get("loc", ())),
+                else _field_name(error.get("loc", ()), body),
                 "in": (error.get("loc") or ["body"])[0],
                 "message": field_message(error),
             }
