@@ -158,6 +158,8 @@ def test_a_job_survives_a_node_fault_with_one_restart_shown(api: ApiClient,
     assert hit not in {node_of(p) for p in job["pods"]}
     nodes = {n["node"]: n for n in job["nodes"]}
     assert nodes[hit]["current"] is False
+    # each node the job runs on names its group, read from the node's label
+    assert {n.get("instanceGroup") for n in job["nodes"] if n["current"]} == {"workers"}
     (fault,) = nodes[hit]["faults"]
     assert fault["status"] == "Unhealthy"
     assert fault["recommended"] == "replace"

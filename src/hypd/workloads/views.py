@@ -150,8 +150,8 @@ def _within(at: datetime | None, start: datetime | None, end: datetime | None) -
 
 
 def _nodes(pods: Sequence[dict[str, Any]], events: Sequence[Obj],
-           health: Mapping[str, NodeHealth], since: str | None, until: str | None
-           ) -> list[dict[str, Any]]:
+           health: Mapping[str, NodeHealth], groups: Mapping[str, str], since: str | None,
+           until: str | None) -> list[dict[str, Any]]:
     current = {p["node"] for p in pods if p.get("node")}
     ordered: dict[str, str] = {}
     for time, node in scheduled_nodes(events):
@@ -165,8 +165,10 @@ def _nodes(pods: Sequence[dict[str, Any]], events: Sequence[Obj],
         view: dict[str, Any] = {"node": node, "instanceId": node_id, "current": node in current}
         if first:
             view["firstScheduled"] = first
+        group = groups.get(node) or (record.instance_group if record is not None else None)
+        if group:
+            view["instanceGroup"] = group
         if record is not None:
-            view["instanceGroup"] = record.instance_group
             view["health"] = _entry(record.latest)
         view["faults"] = _faults(record, since, until)
         views.append(view)
@@ -211,9 +213,12 @@ def job_summary(job: Obj) -> dict[str, Any]:
 
 
 def job_view(job: Obj, pods: Sequence[Obj], events: Sequence[Obj],
-             health: Mapping[str, NodeHealth]) -> dict[str, Any]:
+             health: Mapping[str, NodeHealth],
+             groups: Mapping[str, str] | None = None) -> dict[str, Any]:
     """One job with its pods, the nodes it ran on (and their faults while it ran), its
-    conditions and events. `events`: the namespace's events of the job and of its pods."""
+    conditions and events. `events`: the namespace's events of the job and of its pods;
+    `groups`: the instance group of each node (by name) that still exists, from its label
+    (else the health record's, when it has one)."""
     view = job_summary(job)
     pod_views = sorted((_pod(p) for p in pods), key=lambda p: str(p["name"]))
     names = {f"HyperPodPyTorchJob/{view['name']}"} | {f"Pod/{p['name']}" for p in pod_views}
@@ -223,7 +228,8 @@ def job_view(job: Obj, pods: Sequence[Obj], events: Sequence[Obj],
     since = view.get("startTime") or view.get("createdAt")
     view["conditions"] = [_condition(c) for c in _status(job).get("conditions") or []]
     view["pods"] = pod_views
-    view["nodes"] = _nodes(pod_views, own, health, since, view.get("completionTime"))
+    view["nodes"] = _nodes(pod_views, own, health, groups or {}, since,
+                           view.get("completionTime"))
     view["events"] = sorted((_event(e) for e in own if e.get("reason") != "Scheduled"),
                             key=lambda e: str(e["time"] or ""))
     return view

@@ -100,6 +100,10 @@ def test_a_restarted_job_shows_the_node_it_left_and_the_fault() -> None:
     assert left["faults"][0]["repairAction"] == "Replace"
     assert current == {"node": "hyperpod-i-bbb", "instanceId": "i-bbb", "current": True,
                        "firstScheduled": "2026-01-01T00:11:00Z", "faults": []}
+    # the group of a node that still exists comes from its label; a gone node's from its record
+    named = views.job_view(job, [pod("train-pod-0", "hyperpod-i-bbb")], events, health,
+                           {"hyperpod-i-bbb": "workers", "hyperpod-i-aaa": "spares"})
+    assert [n.get("instanceGroup") for n in named["nodes"]] == ["spares", "workers"]
     assert [e["reason"] for e in view["events"]] == ["Restarting"]
 
 
