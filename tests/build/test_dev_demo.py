@@ -1,6 +1,7 @@
 """`./dev demo`, the README's first command, sets up only what the demo uses: no system package
-(apt-get, sudo), no Node.js (npm), no SAM CLI or checkov environment. It runs in a copy of the
-checkout, so that it can never reinstall or change the checkout's own environments."""
+(apt-get, sudo), no Node.js (npm), no SAM CLI or checkov environment, and prints the summary the
+README shows. It runs in a copy of the checkout, so that it can never reinstall or change the
+checkout's own environments."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from tests.build.support import (
     demo_summary_problems,
     seed_helm_wheel,
 )
+from tests.docs.blocks import Block, read_blocks
+from tests.docs.matching import first_difference, matches
 
 BASH = shutil.which("bash") or "/bin/bash"
 # The commands the demo must not run: each shim records its call and fails.
@@ -50,13 +53,17 @@ def test_dev_demo_runs_the_demo_without_system_packages_node_or_a_browser(
 
     # When ./dev demo runs there, traced (a fresh .venv takes a few minutes)
     result = subprocess.run(  # noqa: S603 - bash on the project's own script
-        [BASH, "-x", str(checkout / "dev"), "demo", "--tag", "devdemo"], cwd=checkout,
+        [BASH, "-x", str(checkout / "dev"), "demo"], cwd=checkout,
         capture_output=True, text=True, timeout=600 if reused else 1800, check=False, env=env,
     )
 
     # Then the demo ran to the end and nothing of the rest was called or made
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert demo_summary_problems(result.stdout, "devdemo") == [], result.stdout
+    assert demo_summary_problems(result.stdout, "demo") == [], result.stdout
+    # and what it printed is what the README shows
+    shown = readme_summary().lines
+    printed = result.stdout.splitlines()
+    assert matches(shown, printed), first_difference(shown, printed)
     assert not calls.exists(), calls.read_text()
     # (on a machine that has the browser and the Node.js clients, the old set-up skipped them
     # too: the trace shows it never looked)
@@ -70,6 +77,16 @@ def test_dev_demo_runs_the_demo_without_system_packages_node_or_a_browser(
     assert (checkout / ".venv" / "bin" / "helm").is_file()
     # And the development environment is as it was
     assert _state(dev_venv) == before
+
+
+def readme_summary() -> Block:
+    """The README's summary of `./dev demo`: the output block whose directive names this test."""
+    def names_this_test(block: Block) -> bool:
+        directive = block.directive("output")
+        return directive is not None and "test_dev_demo" in directive.argument
+
+    (block,) = [b for b in read_blocks(ROOT / "README.md") if names_this_test(b)]
+    return block
 
 
 def _stamp_of_dev(checkout: Path, env: dict[str, str]) -> str:
