@@ -97,7 +97,7 @@ def _register_up(local_subparsers: Any) -> None:
     up.add_argument("--seed-default", action="store_true",
                     help="create the default clusters: two HyperPod clusters on EKS and one EKS "
                     "cluster alone")
-    up.add_argument("--bucket", action="append", default=[], metavar="NAME",
+    up.add_argument("--bucket", action="append", default=[], metavar="NAME", type=_bucket_name,
                     help="create this S3 bucket in the local account, for a create to mount "
                     "(repeatable)")
     up.add_argument("--console-port", type=int, default=DEFAULT_CONSOLE_PORT,
@@ -170,11 +170,12 @@ def run_up(
                 seeded.extend(seed_clusters(cloud))
             if args.seed:
                 seeded.extend(seed_clusters(cloud, args.seed))
-            for bucket in args.bucket:
-                create_bucket(cloud, bucket)  # a name S3 refuses ends the start (ClientError)
+            buckets = list(dict.fromkeys(args.bucket))  # a name given twice is one bucket
+            for bucket in buckets:
+                create_bucket(cloud, bucket)
             with _console(cloud, args) as console, operation_lines(cloud, out):
                 _print_banner(cloud, template, [s.name for s in seeded], out, console,
-                              log_path, args.bucket)
+                              log_path, buckets)
                 if on_ready is not None:
                     on_ready(cloud)
                 stop.wait()
@@ -182,7 +183,7 @@ def run_up(
     except (TemplateError, OSError) as exc:
         print(f"hypd local up: {exc}", file=sys.stderr)
         return 1
-    except ClientError as exc:  # --bucket NAME that S3 refuses
+    except ClientError as exc:  # a --bucket S3 refuses despite the name check
         print(f"hypd local up: --bucket: {exc.response['Error'].get('Message', exc)}",
               file=sys.stderr)
         return 2
@@ -230,6 +231,16 @@ def local_parameters(template: Path) -> dict[str, str]:
     deployment fetches from GitHub."""
     chart = template.resolve().parent / LOCAL_DEPENDENCY_CHART
     return {"DependencyChart": str(chart)} if chart.is_dir() else {}
+
+
+def _bucket_name(text: str) -> str:
+    """A `--bucket` name, checked by S3's rules before the cloud starts."""
+    from hypd.clusters.create_request import check_bucket_name
+
+    try:
+        return check_bucket_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _parameter(item: str) -> tuple[str, str]:

@@ -120,19 +120,30 @@ def test_without_the_local_extra_the_cli_says_to_install_it(
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("name", ["My_Data", "ab", "data..set", "192.168.0.1", "xn--data"])
+def test_a_bucket_name_s3_refuses_is_refused_before_the_cloud_starts(
+        name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["local", "up", "--bucket", name])
+
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: hypd local up" in err
+    assert f"argument --bucket: {name!r} is not a valid S3 bucket name (3-63 lowercase" in err
+
+
 def test_local_up_prints_its_endpoints_and_a_line_per_operation_the_logs_go_to_a_file(
         tmp_path: Path) -> None:
     # Given `hypd local up` on the project's template, logging to a file
     log_file = tmp_path / "local.log"
     args = build_parser().parse_args(
         ["local", "up", "--port", "0", "--no-console", "--template", str(REAL_TEMPLATE),
-         "--log-file", str(log_file)])
+         "--log-file", str(log_file), "--bucket", "hypd-up-data", "--bucket", "hypd-up-data"])
     out = io.StringIO()
 
     with local_up(args, out) as cloud:
-        # When a cluster is created through its API, to the end
-        cloud.client("s3").create_bucket(
-            Bucket="hypd-up-data", CreateBucketConfiguration={"LocationConstraint": cloud.region})
+        # When a cluster is created through its API, to the end, mounting the bucket it made
+        # (named twice: one bucket)
         api = ApiClient(cloud.api_url)
         accepted = api.post("/clusters", demo_request(api, "up", "hypd-up-data"))
         operation = follow(api, cloud, str(accepted["operationId"]), timeout=240)
@@ -142,6 +153,7 @@ def test_local_up_prints_its_endpoints_and_a_line_per_operation_the_logs_go_to_a
     assert operation["status"] == "SUCCEEDED", operation.get("error")
     printed = out.getvalue()
     assert f"logs           {log_file}" in printed
+    assert "  S3 buckets     hypd-up-data\n" in printed
     transitions = [line.split()[2:] for line in printed.splitlines()
                    if accepted["operationId"] in line]
     assert transitions == [["create-cluster", "up", status]

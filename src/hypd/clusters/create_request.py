@@ -212,7 +212,8 @@ def _check_instance_type(value: str) -> str:
     return value
 
 
-def _check_bucket(value: str) -> str:
+def check_bucket_name(value: str) -> str:
+    """`value` when S3 would take it as a new bucket's name, else a ValueError saying why."""
     if (
         not _BUCKET.match(value)
         or ".." in value
@@ -418,7 +419,7 @@ def kubernetes_problems(
 
 
 class S3Storage(_Model):
-    bucket: Annotated[str, AfterValidator(_check_bucket)] = Field(
+    bucket: Annotated[str, AfterValidator(check_bucket_name)] = Field(
         description="The bucket mounted through the Mountpoint for Amazon S3 CSI driver."
     )
     prefix: str | None = Field(
