@@ -98,3 +98,17 @@ def test_a_block_of_commands_needs_a_fence_and_a_skip_its_reason(tmp_path: Path)
 
     assert "give it a ```bash fence" in (check_document(unlabeled, ROOT, tmp_path).failure or "")
     assert "needs its reason" in (check_document(reasonless, ROOT, tmp_path).failure or "")
+
+
+def test_keep_going_lists_every_drifted_transcript_and_a_reader_stops_at_the_first(
+        tmp_path: Path) -> None:
+    doc = _doc(tmp_path, "```console\n$ echo one\nuno\n$ echo two\ntwo\n$ echo three\ntres\n"
+                         "```\n\n```console\n$ echo four\ncuatro\n```\n")
+
+    reader = check_document(doc, ROOT, tmp_path / "a").failure or ""
+    writer = check_document(doc, ROOT, tmp_path / "b", keep_going=True).failure or ""
+
+    assert [c for c in ("echo one", "echo three", "echo four") if f"`{c}`" in reader] == [
+        "echo one"]
+    assert [c for c in ("echo one", "echo two", "echo three", "echo four")
+            if f"`{c}`" in writer] == ["echo one", "echo three", "echo four"]
