@@ -8,6 +8,9 @@ A block's kind comes from its fence and its first line:
   each ``$ command`` runs and what it prints is compared with the lines under it;
 - a plain fence right after a ``<!-- doc-test: output -->`` directive is the expected output
   of the script block before it;
+- a ``python`` fence is *python*: an API sketch (placeholders such as ``{...}`` and ``"op-..."``
+  stand in for values), so it is not run but must compile, and every name it imports and every
+  attribute it reads from one (``ApiClient.connect``) must exist;
 - any other fence (JSON, YAML, Python, diagrams, tables of figures) is text, unless its first
   line reads like a command: then the test asks for a ``bash`` fence.
 
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SCRIPT_LANGUAGES = frozenset({"bash", "sh", "shell"})
+PYTHON_LANGUAGES = frozenset({"python", "py"})
 DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(\w+)\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 # A plain block starting like this is a command a reader types, so it needs a `bash` fence.
@@ -59,9 +63,11 @@ class Block:
 
     @property
     def kind(self) -> str:
-        """script, transcript, output or text."""
+        """script, transcript, output, python or text."""
         if self.language in SCRIPT_LANGUAGES:
             return "script"
+        if self.language in PYTHON_LANGUAGES:
+            return "python"
         first = next((line for line in self.lines if line.strip()), "")
         if self.language == "console" or (not self.language and first.startswith("$ ")):
             return "transcript"

@@ -3,7 +3,9 @@ from what it shows (see tests/docs/blocks.py for how blocks and directives are r
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib
 import io
 import shlex
 from collections.abc import Iterator
@@ -47,6 +49,13 @@ def check_document(path: Path, root: Path, scratch: Path, *,
                 return report
             kind = block.kind
             if kind == "text":
+                continue
+            if kind == "python" and not block.directive("skip"):
+                failure = check_python(block)
+                if failure:
+                    report.failure = failure
+                    return report
+                report.parsed.append(block.where)
                 continue
             skip, parse = block.directive("skip"), block.directive("parse")
             if kind == "output":
@@ -186,6 +195,55 @@ def parse_block(block: Block, root: Path) -> str | None:
             if not (root / script).exists():
                 return f"{block.where}: `{shlex.join(words)}`: {script} does not exist"
     return None
+
+
+def check_python(block: Block) -> str | None:
+    """A Python sketch compiles, each `import` and `from ... import` in it resolves, and each
+    attribute it reads from an imported name (`ApiClient.connect`, `store.record` is not one)
+    exists."""
+    try:
+        tree = ast.parse("\n".join(block.lines), filename=block.where)
+    except SyntaxError as exc:
+        return f"{block.where}: the Python does not compile: {exc.msg} (its line {exc.lineno})"
+    imported: dict[str, object] = {}
+    for node in ast.walk(tree):
+        try:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    importlib.import_module(alias.name)
+                    top = alias.name.split(".")[0]
+                    imported[alias.asname or top] = importlib.import_module(
+                        alias.name if alias.asname else top)
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = _imported(node.module or "",
+                                                                     alias.name)
+        except ImportError as exc:
+            return f"{block.where}: {ast.unparse(node)}: {exc}"
+    for node in ast.walk(tree):
+        chain: list[str] = []
+        while isinstance(node, ast.Attribute):
+            chain.insert(0, node.attr)
+            node = node.value
+        if not chain or not isinstance(node, ast.Name) or node.id not in imported:
+            continue
+        value = imported[node.id]
+        for position, attr in enumerate(chain):
+            if not hasattr(value, attr):
+                return f"{block.where}: {'.'.join([node.id, *chain[:position + 1]])} does not exist"
+            value = getattr(value, attr)
+    return None
+
+
+def _imported(module_name: str, name: str) -> object:
+    """What `from module_name import name` binds (an ImportError when nothing)."""
+    module = importlib.import_module(module_name)
+    if hasattr(module, name):
+        return getattr(module, name)
+    try:
+        return importlib.import_module(f"{module_name}.{name}")
+    except ImportError:
+        raise ImportError(f"{module_name} has no {name}") from None
 
 
 def _parse_hypd(argv: list[str], parser: object) -> str | None:

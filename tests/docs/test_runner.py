@@ -112,3 +112,25 @@ def test_keep_going_lists_every_drifted_transcript_and_a_reader_stops_at_the_fir
         "echo one"]
     assert [c for c in ("echo one", "echo two", "echo three", "echo four")
             if f"`{c}`" in writer] == ["echo one", "echo three", "echo four"]
+
+
+@pytest.mark.parametrize(("sketch", "found"), [
+    ("from hypd_cli.api_client import ApiClient\nApiClient.connect('http://h/v1')\n", None),
+    ("api.anything(x={...}, id='op-...')\n", None),
+    ("from hypd_cli.api_client import ApiClient\nApiClient.no_such_method()\n",
+     "ApiClient.no_such_method does not exist"),
+    ("from hypd_cli.api_client import NoSuchName\n", "hypd_cli.api_client has no NoSuchName"),
+    ("import hypd_cli.no_such_module\n", "No module named 'hypd_cli.no_such_module'"),
+    ("f(a, *, b=1)\n", "does not compile"),
+])
+def test_a_python_sketch_compiles_and_names_what_exists(
+        tmp_path: Path, sketch: str, found: str | None) -> None:
+    doc = _doc(tmp_path, f"```python\n{sketch}```\n")
+
+    report = check_document(doc, ROOT, tmp_path / "s")
+
+    if found is None:
+        assert report.failure is None, report.failure
+        assert report.parsed == ["doc.md:1"]
+    else:
+        assert found in (report.failure or ""), report.failure
