@@ -3,7 +3,8 @@
 schemathesis (a third-party judge of the interface) generates requests from the committed
 document, valid and invalid, and checks each answer against it: no 5xx, only documented status
 codes, content types, headers and bodies that match their schemas, invalid input rejected.
-On top of its checks, a 400 must name the offending parameter or header.
+On top of its checks, a 400 must name the offending parameter or header, and every 4xx speaks
+in the user's words (`assert_in_users_words`).
 
 Bounded and deterministic (docs/api.md):
 - `MAX_EXAMPLES` generated requests per operation, plus schemathesis's coverage cases (each
@@ -233,6 +234,31 @@ def assert_error_names_the_field(case: Case[Any], response: Any) -> None:
     assert field in body["message"], (field, body, case.as_curl_command())
 
 
+NOT_USERS_WORDS = re.compile(
+    r"\b(?:CLUSTER|OP|NODE|REPAIR|FEATURE|GSI\d)#"  # a table key (cluster#demo, OP#op-...)
+    r"|\bcluster#"
+    r"|Input should|Field required|Value error|[Ss]tring should|should match pattern"  # pydantic
+    r"|Extra inputs are not permitted|validation errors? for "
+    r"|\^\[|\]\{\d|\\d|\(\?"  # a regular expression
+    r"|Traceback|<class '|object at 0x|KeyError|NoneType",  # Python itself
+)
+"""What a user must never read in an error: storage keys, pydantic's words, regular
+expressions, Python's internals (issue: messages name the field, what is allowed, the command)."""
+
+
+def assert_in_users_words(case: Case[Any], response: Any) -> None:
+    """A 4xx message, and each of its field errors, reads as hypd's, not a library's."""
+    if not 400 <= response.status_code < 500:
+        return
+    body = response.json()
+    texts = [str(body.get("message", ""))] + [
+        str(error.get("message", "")) for error in (body.get("details") or {}).get("errors") or []
+        if isinstance(error, dict)]
+    for text in texts:
+        found = NOT_USERS_WORDS.search(text)
+        assert found is None, (found and found.group(0), text, case.as_curl_command())
+
+
 @schema.parametrize()
 def test_every_operation_answers_as_documented(case: Case[Any], clusters: Clusters) -> None:
     target = clusters.active
@@ -243,6 +269,7 @@ def test_every_operation_answers_as_documented(case: Case[Any], clusters: Cluste
         # Whatever the request started ends before the next request.
         target.cloud.wait_for_executions(timeout=240)
     assert_error_names_the_field(case, response)
+    assert_in_users_words(case, response)
 
 
 @deleted_schema.parametrize()
@@ -255,6 +282,7 @@ def test_every_route_of_a_deleted_cluster_answers_as_documented_without_calling_
     with target.cloud.watch_authorizations(calls.append):
         response = case.call_and_validate(base_url=target.cloud.api_url)
     assert_error_names_the_field(case, response)
+    assert_in_users_words(case, response)
     # The record answers: nothing but the table is read, nothing is started.
     called = sorted({c.operation for c in calls if not c.operation.startswith("dynamodb:")})
     assert called == [], (called, case.as_curl_command())
