@@ -106,7 +106,7 @@ def _request_body(app: APIGatewayRestResolver) -> Any:
     """The request's JSON body, or None when it has none or it is not JSON."""
     try:
         return json.loads(app.current_event.decoded_body or "null")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nested too deeply to read
         return None
 
 
