@@ -149,3 +149,81 @@ def test_a_write_drops_the_record_from_the_memo_and_changes_the_table_as_it_is(
     assert "train" not in memo
     assert store.get("train").protection is True
     assert store.get("train").last_seen_at == "2026-02-01T00:00:00.000Z"
+
+
+class InterleavingTable(Table):
+    """A table where another writer's change lands between a store's read and its first
+    write (`before_first_put`), as an API request and an operation's task race on AWS."""
+
+    def __init__(self, client: Any, name: str, before_first_put: Any) -> None:
+        super().__init__(client, name)
+        self.before_first_put = before_first_put
+        self.puts = 0
+
+    def put(self, item: dict[str, Any], condition: str | None = None,
+            values: dict[str, Any] | None = None) -> None:
+        self.puts += 1
+        if self.puts == 1:
+            self.before_first_put()
+        super().put(item, condition, values)
+
+
+def test_a_change_made_between_a_read_and_its_write_is_kept(
+        table: Table, dynamodb_client: Any) -> None:
+    # Given a record, and an API request turning protection on while an operation's task
+    # records its end (between the task's read and its write)
+    ClusterStore(table).save(cluster_record("train", eks_arn("train-eks")))
+    api = ClusterStore(table)
+    racing = InterleavingTable(dynamodb_client, table.name,
+                               lambda: api.set_protection("train", True))
+
+    # When the task sets its fields
+    updated = ClusterStore(racing).update("train", last_operation_id="op-reboot")
+
+    # Then both changes are in the record: the task re-read it and applied its own again
+    assert racing.puts == 2
+    assert updated is not None
+    assert updated.protection is True
+    record = ClusterStore(table).get("train")
+    assert (record.protection, record.last_operation_id) == (True, "op-reboot")
+
+
+def test_a_save_between_a_read_and_its_write_is_not_undone(
+        table: Table, dynamodb_client: Any) -> None:
+    ClusterStore(table).save(cluster_record("train", eks_arn("train-eks")))
+    later = cluster_record("train", eks_arn("train-eks"), at="2026-02-01T00:00:00.000Z")
+    racing = InterleavingTable(dynamodb_client, table.name,
+                               lambda: ClusterStore(table).save(later))
+
+    ClusterStore(racing).set_protection("train", True)
+
+    record = ClusterStore(table).get("train")
+    assert (record.protection, record.last_seen_at) == (True, "2026-02-01T00:00:00.000Z")
+
+
+def test_a_record_written_before_versions_is_updated(table: Table, dynamodb_client: Any) -> None:
+    # Given a record as an older hypd wrote it: no version attribute
+    ClusterStore(table).save(cluster_record("train", eks_arn("train-eks")))
+    key = {"PK": {"S": "CLUSTER#train"}, "SK": {"S": "CLUSTER"}}
+    dynamodb_client.update_item(TableName=table.name, Key=key, UpdateExpression="REMOVE version")
+
+    assert ClusterStore(table).set_protection("train", True) is not None
+    assert ClusterStore(table).get("train").protection is True
+    stored = dynamodb_client.get_item(TableName=table.name, Key=key)["Item"]
+    assert stored["version"] == {"N": "1"}
+
+
+def test_an_update_of_a_tag_that_now_names_other_resources_changes_nothing(
+        table: Table, dynamodb_client: Any) -> None:
+    ClusterStore(table).save(cluster_record("train", eks_arn("train-eks")))
+    other = cluster_record("train", hyperpod_arn("train"))
+
+    def replace() -> None:
+        store = ClusterStore(table)
+        store.forget(store.get("train"))
+        store.save(other)
+
+    racing = InterleavingTable(dynamodb_client, table.name, replace)
+
+    assert ClusterStore(racing).set_protection("train", True) is None
+    assert ClusterStore(table).get("train") == other

@@ -259,10 +259,6 @@ def refresh_record(services: CapacityServices, operation: Operation, live: LiveC
         return
     hyperpod = sagemaker_api.to_model(dict(live.described), record.hyperpod.tags
                                       if record.hyperpod else {})
-    now = clock.now_iso()
-    services.clusters.save(
-        record.model_copy(
-            update={"hyperpod": hyperpod, "updated_at": now, "last_seen_at": now,
-                    "last_operation_id": operation.id}
-        )
-    )
+    # only these fields: a change the API made meanwhile (protection) stays
+    services.clusters.update(live.tag, hyperpod=hyperpod, last_seen_at=clock.now_iso(),
+                             last_operation_id=operation.id)

@@ -4,6 +4,11 @@ A store may be given a memo of the records it read (`Memo`, the API's: one reque
 `hypd.api.context.request_clusters`): a record read again within its scope comes from it, with
 no second GetItem. A write (or the transaction write `new` prepares) drops the record from the
 memo, and the read of a read-modify-write is always a GetItem, never the memo's copy.
+
+Every write sets a new `version`, and a change of some fields (`_update`: status, protection,
+the HyperPod summary a capacity operation refreshes) is written only while the version is the
+one it read, re-read and re-applied when another writer came first: an API request turning
+protection on and an operation's last task recording its status never undo each other.
 """
 
 from __future__ import annotations
@@ -13,7 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypd import clock
-from hypd.aws.dynamodb import ConditionFailed, Table, Write, decode_body, encode_item
+from hypd.aws.dynamodb import (
+    ConditionFailed,
+    Table,
+    Write,
+    decode_body,
+    encode_item,
+    optimistic,
+    versioned,
+)
 from hypd.clusters.models import Cluster, ClusterStatus
 from hypd.errors import ConflictError, NotFoundError
 from hypd.pagination import decode_token, encode_token
@@ -31,6 +44,9 @@ class ClusterPage:
     clusters: list[Cluster]
     next_token: str | None
 
+
+UPDATE_ATTEMPTS = 8
+"""Versioned writes of one record tried before ConcurrentUpdate (a temporary error)."""
 
 Memo = MutableMapping[str, dict[str, Any] | None]
 """Tag -> the record's item as GetItem returned it (None: no record), for one scope's reads."""
@@ -100,20 +116,19 @@ class ClusterStore:
         Raises:
             ConflictError: the tag belongs to a record of other resources.
         """
-        item = _item(cluster)
         self._written(cluster.tag)
-        try:
-            # A tag is bound to one anchor for life: create it, or update the same resources.
-            self._table.put(
-                item,
-                condition="attribute_not_exists(PK) OR anchorArn = :anchor",
-                values={":anchor": {"S": cluster.anchor_arn}},
-            )
-        except ConditionFailed as exc:
-            raise ConflictError(
-                f"cluster tag {cluster.tag} is already used by other resources",
-                details={"tag": cluster.tag},
-            ) from exc
+
+        def attempt() -> None:
+            stored = self._table.get(cluster_key(cluster.tag))
+            if stored is not None and stored.get("anchorArn", {}).get("S") != cluster.anchor_arn:
+                # A tag is bound to one anchor for life: create it, or update the same resources.
+                raise ConflictError(
+                    f"cluster tag {cluster.tag} is already used by other resources",
+                    details={"tag": cluster.tag},
+                )
+            self._put_versioned(_item(cluster, versioned(stored) + 1), stored)
+
+        optimistic(attempt, attempts=UPDATE_ATTEMPTS, what=f"the record of cluster {cluster.tag}")
 
     def create(self, cluster: Cluster, *, replacing_orphan_of: str | None = None) -> None:
         """Record a cluster hypd is about to create; only a new tag is accepted.
@@ -173,24 +188,46 @@ class ClusterStore:
     def _update(self, tag: str, **changes: Any) -> Cluster | None:
         """The record with `changes` (and a new updatedAt), written only while it still
         describes the same resources (anchor); None when there is no record or it changed."""
-        current = self._fresh(tag)
-        if current is None:
-            return None
-        changed = current.model_copy(update={**changes, "updated_at": clock.now_iso()})
-        item = _item(changed)
         self._written(tag)
-        try:
-            self._table.put(
-                item,
-                condition="anchorArn = :anchor",
-                values={":anchor": {"S": current.anchor_arn}},
-            )
-        except ConditionFailed:
-            return None
-        return changed
+        first_anchor: list[str] = []
+
+        def attempt() -> Cluster | None:
+            stored = self._table.get(cluster_key(tag))
+            if stored is None:
+                return None
+            current = Cluster.model_validate(decode_body(stored))
+            first_anchor[:] = first_anchor or [current.anchor_arn]
+            if current.anchor_arn != first_anchor[0]:
+                return None  # the tag names other resources now
+            changed = current.model_copy(update={**changes, "updated_at": clock.now_iso()})
+            self._put_versioned(_item(changed, versioned(stored) + 1), stored)
+            return changed
+
+        return optimistic(attempt, attempts=UPDATE_ATTEMPTS, what=f"the record of cluster {tag}")
+
+    def update(self, tag: str, **changes: Any) -> Cluster | None:
+        """Set some fields of the record (the others as the table holds them at the write);
+        None when there is no record or its tag names other resources now."""
+        return self._update(tag, **changes)
+
+    def _put_versioned(self, item: dict[str, Any], stored: dict[str, Any] | None) -> None:
+        """Write `item` while the record is as `stored` was read: the same version of the same
+        resources (a tag forgotten and recorded again starts at version 1 anew, so the anchor
+        is compared too); ConditionFailed otherwise. A record written before records had
+        versions matches by its absent version."""
+        if stored is None:
+            self._table.put(item, condition="attribute_not_exists(PK)")
+            return
+        anchor = {":anchor": item["anchorArn"]}
+        if "version" not in stored:
+            self._table.put(item, condition="anchorArn = :anchor AND attribute_not_exists(version)",
+                            values=anchor)
+        else:
+            self._table.put(item, condition="anchorArn = :anchor AND version = :v",
+                            values={**anchor, ":v": {"N": str(versioned(stored))}})
 
 
-def _item(cluster: Cluster) -> dict[str, Any]:
+def _item(cluster: Cluster, version: int = 1) -> dict[str, Any]:
     """The table item of a record: its body, its index keys, and the attributes conditional
     writes test (the anchor ARN, the operation that last wrote it)."""
     attributes = {"anchorArn": cluster.anchor_arn}
@@ -199,6 +236,7 @@ def _item(cluster: Cluster) -> dict[str, Any]:
     return encode_item(
         cluster_key(cluster.tag),
         cluster.model_dump(mode="json", by_alias=True),
+        version=version,
         index_keys=cluster_index_keys(cluster.tag),
         attributes=attributes,
     )

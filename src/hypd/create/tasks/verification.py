@@ -141,9 +141,16 @@ def _record_cluster(
                 "updatedAt": now,
             }
         )
-    record = record.model_copy(update=updates)
-    services.clusters.save(record)
-    return record
+        record = record.model_copy(update=updates)
+        services.clusters.save(record)
+        return record
+    # only these fields: a change the API made meanwhile (protection) stays
+    updates.pop("updated_at")
+    updated = services.clusters.update(resolved.tag, **updates)
+    if updated is None:
+        raise OperationStateError(
+            f"the record of cluster {resolved.tag} was removed or now names other resources")
+    return updated
 
 
 def create_summary(operation: Operation, record: Cluster) -> dict[str, Any]:
