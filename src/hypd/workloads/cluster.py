@@ -24,7 +24,7 @@ from hypd.features.catalog import FEATURES
 from hypd.features.state import FeatureClients
 from hypd.features.teams import find_quota
 from hypd.health.records import HealthStore, NodeHealth
-from hypd.instance_groups.nodes import node_view
+from hypd.instance_groups.nodes import GROUP_LABEL, node_view
 from hypd.kubernetes.apply import list_objects, read_object
 from hypd.kubernetes.objects import ObjectExists
 from hypd.workloads import views
@@ -293,20 +293,21 @@ def read_job(api: Any, health: Callable[[], HealthStore], tag: str, name: str,
     pods = job_pods(api, namespace, name)
     events = list_objects(api, "v1", "Event", namespace)
     records: dict[str, NodeHealth] = {}
-    groups: dict[str, str] = {}
     store = health()
-    for node in {n for _t, n in views.scheduled_nodes(events)} | {
-            str((p.get("spec") or {}).get("nodeName")) for p in pods if
-            (p.get("spec") or {}).get("nodeName")}:
+    nodes = {n for _t, n in views.scheduled_nodes(events)} | {
+        str((p.get("spec") or {}).get("nodeName")) for p in pods
+        if (p.get("spec") or {}).get("nodeName")}
+    for node in nodes:
         node_id = views.instance_id(node)
         record = store.node(tag, node_id) if node_id else None
         if record is not None and node_id:
             records[node_id] = record
-        # the node's own label names its group (a health event does not); a node replaced
-        # since is gone, and its health record is all that may say
-        group = node_view(read_object(api, "v1", "Node", node) or {}).group
-        if group:
-            groups[node] = group
+    # each node's own label names its group (a health event does not): one list of the
+    # HyperPod nodes, not a read per node; a node replaced since is gone, and its health
+    # record is all that may say
+    groups = {view.name: view.group for view in (
+        node_view(n) for n in list_objects(api, "v1", "Node", labels=GROUP_LABEL))
+        if view.name in nodes and view.group}
     return views.job_view(job, pods, events, records, groups)
 
 
