@@ -201,16 +201,16 @@ def test_a_save_between_a_read_and_its_write_is_not_undone(
     assert (record.protection, record.last_seen_at) == (True, "2026-02-01T00:00:00.000Z")
 
 
-def test_a_record_written_before_versions_is_updated(table: Table, dynamodb_client: Any) -> None:
-    # Given a record as an older hypd wrote it: no version attribute
+def test_a_record_written_before_revisions_is_updated(table: Table, dynamodb_client: Any) -> None:
+    # Given a record as an older hypd wrote it: no revision attribute
     ClusterStore(table).save(cluster_record("train", eks_arn("train-eks")))
     key = {"PK": {"S": "CLUSTER#train"}, "SK": {"S": "CLUSTER"}}
-    dynamodb_client.update_item(TableName=table.name, Key=key, UpdateExpression="REMOVE version")
+    dynamodb_client.update_item(TableName=table.name, Key=key, UpdateExpression="REMOVE revision")
 
     assert ClusterStore(table).set_protection("train", True) is not None
     assert ClusterStore(table).get("train").protection is True
     stored = dynamodb_client.get_item(TableName=table.name, Key=key)["Item"]
-    assert stored["version"] == {"N": "1"}
+    assert stored["revision"] == {"N": "1"}
 
 
 def test_an_update_of_a_tag_that_now_names_other_resources_changes_nothing(

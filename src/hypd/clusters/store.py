@@ -5,8 +5,8 @@ A store may be given a memo of the records it read (`Memo`, the API's: one reque
 no second GetItem. A write (or the transaction write `new` prepares) drops the record from the
 memo, and the read of a read-modify-write is always a GetItem, never the memo's copy.
 
-Every write sets a new `version`, and a change of some fields (`_update`: status, protection,
-the HyperPod summary a capacity operation refreshes) is written only while the version is the
+Every write sets a new `revision`, and a change of some fields (`_update`: status, protection,
+the HyperPod summary a capacity operation refreshes) is written only while the revision is the
 one it read, re-read and re-applied when another writer came first: an API request turning
 protection on and an operation's last task recording its status never undo each other.
 """
@@ -25,7 +25,6 @@ from hypd.aws.dynamodb import (
     decode_body,
     encode_item,
     optimistic,
-    versioned,
 )
 from hypd.clusters.models import Cluster, ClusterStatus
 from hypd.errors import ConflictError, NotFoundError
@@ -44,6 +43,12 @@ class ClusterPage:
     clusters: list[Cluster]
     next_token: str | None
 
+
+REVISION = "revision"
+"""The attribute counting a record's writes. Not `version`: the events derived from the table's
+stream name a write by its item's `version` (`hypd.events.derive`), and a tag recorded again
+starts counting anew, so its events would repeat an earlier record's ids; a cluster record's
+events are named by the stream record's sequence number instead."""
 
 UPDATE_ATTEMPTS = 8
 """Versioned writes of one record tried before ConcurrentUpdate (a temporary error)."""
@@ -126,7 +131,7 @@ class ClusterStore:
                     f"cluster tag {cluster.tag} is already used by other resources",
                     details={"tag": cluster.tag},
                 )
-            self._put_versioned(_item(cluster, versioned(stored) + 1), stored)
+            self._put_versioned(_item(cluster, _revision(stored) + 1), stored)
 
         optimistic(attempt, attempts=UPDATE_ATTEMPTS, what=f"the record of cluster {cluster.tag}")
 
@@ -200,7 +205,7 @@ class ClusterStore:
             if current.anchor_arn != first_anchor[0]:
                 return None  # the tag names other resources now
             changed = current.model_copy(update={**changes, "updated_at": clock.now_iso()})
-            self._put_versioned(_item(changed, versioned(stored) + 1), stored)
+            self._put_versioned(_item(changed, _revision(stored) + 1), stored)
             return changed
 
         return optimistic(attempt, attempts=UPDATE_ATTEMPTS, what=f"the record of cluster {tag}")
@@ -211,35 +216,41 @@ class ClusterStore:
         return self._update(tag, **changes)
 
     def _put_versioned(self, item: dict[str, Any], stored: dict[str, Any] | None) -> None:
-        """Write `item` while the record is as `stored` was read: the same version of the same
-        resources (a tag forgotten and recorded again starts at version 1 anew, so the anchor
+        """Write `item` while the record is as `stored` was read: the same revision of the same
+        resources (a tag forgotten and recorded again starts at revision 1 anew, so the anchor
         is compared too); ConditionFailed otherwise. A record written before records had
-        versions matches by its absent version."""
+        revisions matches by its absent revision."""
         if stored is None:
             self._table.put(item, condition="attribute_not_exists(PK)")
             return
         anchor = {":anchor": item["anchorArn"]}
-        if "version" not in stored:
-            self._table.put(item, condition="anchorArn = :anchor AND attribute_not_exists(version)",
-                            values=anchor)
+        if REVISION not in stored:
+            self._table.put(item, values=anchor, condition=(
+                f"anchorArn = :anchor AND attribute_not_exists({REVISION})"))
         else:
-            self._table.put(item, condition="anchorArn = :anchor AND version = :v",
-                            values={**anchor, ":v": {"N": str(versioned(stored))}})
+            self._table.put(item, condition=f"anchorArn = :anchor AND {REVISION} = :r",
+                            values={**anchor, ":r": {"N": str(_revision(stored))}})
 
 
-def _item(cluster: Cluster, version: int = 1) -> dict[str, Any]:
+def _revision(stored: dict[str, Any] | None) -> int:
+    """The revision of a stored record (0: none, or one written before revisions)."""
+    return int((stored or {}).get(REVISION, {}).get("N", 0))
+
+
+def _item(cluster: Cluster, revision: int = 1) -> dict[str, Any]:
     """The table item of a record: its body, its index keys, and the attributes conditional
-    writes test (the anchor ARN, the operation that last wrote it)."""
+    writes test (the anchor ARN, the operation that last wrote it, the revision)."""
     attributes = {"anchorArn": cluster.anchor_arn}
     if cluster.last_operation_id:
         attributes["lastOperationId"] = cluster.last_operation_id
-    return encode_item(
+    item = encode_item(
         cluster_key(cluster.tag),
         cluster.model_dump(mode="json", by_alias=True),
-        version=version,
         index_keys=cluster_index_keys(cluster.tag),
         attributes=attributes,
     )
+    item[REVISION] = {"N": str(revision)}
+    return item
 
 
 def cluster_exists(tag: str, existing: Cluster | None) -> ClusterExists:
