@@ -19,7 +19,8 @@ neither does this emulator. AWS does not document the detail of these events; ou
 
 `EksEmulator` is put together from one module per part of the service, on the base the HyperPod
 emulator shares (`service`): `eks_state` (state, timers, event delivery, idempotency tokens),
-`eks_clusters`, `eks_addons` (with `eks_schemas` and `eks_config`: add-on configuration
+`eks_clusters`, `eks_upgrades` (UpdateClusterVersion, DescribeClusterVersions, upgrade
+insights), `eks_addons` (with `eks_schemas` and `eks_config`: add-on configuration
 schemas and their check), `eks_pod_identity` (pod identity associations), `eks_access`
 (access entries, and who a principal is in a cluster's Kubernetes API); this module adds the
 fault hooks and what the local cloud reads of the state.
@@ -43,7 +44,7 @@ from hypd_local.emulator.eks_addons import (
     SOURCE,
 )
 from hypd_local.emulator.eks_catalog import AddonCatalog
-from hypd_local.emulator.eks_clusters import CLUSTER_ISSUE_CODES, Clusters
+from hypd_local.emulator.eks_clusters import CLUSTER_ISSUE_CODES
 from hypd_local.emulator.eks_model import (
     AccessDecision,
     Clock,
@@ -52,6 +53,7 @@ from hypd_local.emulator.eks_model import (
     PolicyGrant,
 )
 from hypd_local.emulator.eks_state import UNSUPPORTED_ZONES
+from hypd_local.emulator.eks_upgrades import Upgrades
 from hypd_local.emulator.service import operation
 
 __all__ = [
@@ -63,7 +65,7 @@ __all__ = [
 ]
 
 
-class EksEmulator(Clusters):
+class EksEmulator(Upgrades):
     """Emulated EKS control plane for one account and Region (see module docstring)."""
 
     # ------------------------------------------------------------------ fault hooks

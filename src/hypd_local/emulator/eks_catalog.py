@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from hypd_local.emulator import eks_schemas
 
@@ -32,6 +33,36 @@ PLATFORM_VERSIONS: Mapping[str, str] = {
     "1.33": "eks.11",
     "1.34": "eks.4",
 }
+
+
+@dataclass(frozen=True)
+class VersionSupport:
+    """When a Kubernetes minor version came to EKS and when its standard and extended support
+    end (DescribeClusterVersions' dates)."""
+
+    release: datetime
+    end_of_standard_support: datetime
+    end_of_extended_support: datetime
+
+
+def _day(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+VERSION_SUPPORT: Mapping[str, VersionSupport] = {
+    version: VersionSupport(_day(release), _day(standard), _day(extended))
+    for version, release, standard, extended in (
+        ("1.29", "2024-01-23", "2025-03-23", "2026-03-23"),
+        ("1.30", "2024-05-23", "2025-07-23", "2026-07-23"),
+        ("1.31", "2024-09-26", "2025-11-26", "2026-11-26"),
+        ("1.32", "2025-01-25", "2026-03-23", "2027-03-23"),
+        ("1.33", "2025-05-28", "2026-07-29", "2027-07-29"),
+        ("1.34", "2025-10-06", "2026-12-02", "2027-12-02"),
+    )
+}
+"""EKS's published release calendar (the user guide's "Understand the Kubernetes version
+lifecycle on EKS": 14 months of standard support, then 12 of extended; the dates as
+endoflife.date/amazon-eks lists them from that page)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +251,8 @@ class AddonCatalog:
     kubernetes_versions: tuple[str, ...] = KUBERNETES_VERSIONS
     default_kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     platform_versions: Mapping[str, str] = field(default_factory=lambda: dict(PLATFORM_VERSIONS))
+    version_support: Mapping[str, VersionSupport] = field(
+        default_factory=lambda: dict(VERSION_SUPPORT))
 
     def get(self, name: str) -> AddonSpec | None:
         for spec in self.addons:
@@ -242,6 +275,14 @@ class AddonCatalog:
 
     def platform_version(self, kubernetes_version: str) -> str:
         return self.platform_versions.get(kubernetes_version, "eks.1")
+
+    def next_version(self, kubernetes_version: str) -> str | None:
+        """The next minor version (1.33 -> 1.34) when the catalogue has it, else None."""
+        major, _, minor = kubernetes_version.partition(".")
+        if not minor.isdigit():
+            return None
+        candidate = f"{major}.{int(minor) + 1}"
+        return candidate if candidate in self.kubernetes_versions else None
 
     @classmethod
     def default(cls) -> AddonCatalog:

@@ -15,6 +15,7 @@ from hypd_local.emulator.errors import (
     AwsError,
     InvalidParameterException,
     InvalidRequestException,
+    InvalidStateException,
     ResourceInUseException,
     ResourceNotFoundException,
     UnsupportedAvailabilityZoneException,
@@ -52,6 +53,10 @@ def _invalid_request(message: str, **fields: str) -> AwsError:
     return InvalidRequestException(message, fields=fields)
 
 
+def _invalid_state(message: str, **fields: str) -> AwsError:
+    return InvalidStateException(message, fields=fields)
+
+
 def _unsupported_zone(name: str, zone: str, valid_zones: Sequence[str]) -> AwsError:
     # EKS's wording (the EKS user guide's troubleshooting, "Insufficient capacity").
     return UnsupportedAvailabilityZoneException(
@@ -81,6 +86,9 @@ class EksDurations:
     """DeleteCluster keeps the cluster DELETING this long (made up; the ClusterDeleted waiter
     allows 20 minutes)."""
     cluster_update: float = 2 * 60
+    cluster_version_update: float = 10 * 60
+    """UpdateClusterVersion keeps the cluster UPDATING this long (the API reference: "should
+    finish within a few minutes"; control-plane upgrades are commonly reported at 8-12)."""
     addon_create: float = 60
     addon_update: float = 45
     addon_delete: float = 30
@@ -253,6 +261,8 @@ class _Cluster:
     active_since: datetime | None = None
     """When the control plane came up (and its network interfaces with it)."""
     deleted_at: datetime | None = None
+    findings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Upgrade-insight findings a test planted, by insight key (`eks_upgrades.INSIGHTS`)."""
 
 
 # --------------------------------------------------------------------------- helpers

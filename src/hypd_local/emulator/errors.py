@@ -220,6 +220,14 @@ class UnsupportedAvailabilityZoneException(AwsError):
     default_status = 400
 
 
+class InvalidStateException(AwsError):
+    """EKS: upgrade readiness issues block UpdateClusterVersion unless ``force`` (400);
+    carries ``clusterName``."""
+
+    default_code = "InvalidStateException"
+    default_status = 400
+
+
 class ClientException(AwsError):
     """EKS: a client-side error such as missing permissions (400)."""
 
