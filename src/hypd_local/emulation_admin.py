@@ -1,7 +1,7 @@
 """``/_local/faults/...``: the emulators' own fault hooks over HTTP (a HyperPod creation or
 AutoScaling that fails, an unhealthy node, a capacity shortage, EKS creations that fail or
-stall, add-ons that stall or degrade, how an emulated workload behaves), with the body checks
-every route shares."""
+stall, add-ons that stall or degrade, upgrade-insight findings, how an emulated workload
+behaves), with the body checks every route shares."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from hypd_local.emulation_behave import ModelError
 from hypd_local.emulator.eks import ADDON_ISSUE_CODES
+from hypd_local.emulator.eks_upgrades import INSIGHT_STATUSES, INSIGHTS
 from hypd_local.emulator.errors import AwsError
 from hypd_local.emulator.hyperpod import AUTOSCALING_FAILS
 
@@ -145,6 +146,30 @@ def admin_routes(emulation: Emulation) -> dict[tuple[str, str], AdminHandler]:
             "issueCode": code,
         }
 
+    def eks_insight(body: Any) -> tuple[int, Any]:
+        fields = _fields(
+            body,
+            required={"clusterName": str},
+            optional={"insight": str, "status": str, "reason": str, "recommendation": str,
+                      "deprecationDetails": list, "addonCompatibilityDetails": list,
+                      "resources": list, "additionalInfo": dict},
+        )
+        insight = fields.get("insight", "deprecated-apis")
+        if insight not in INSIGHTS:
+            raise _BadField("insight", f"must be one of {', '.join(INSIGHTS)}")
+        status = fields.get("status", "ERROR")
+        if status not in INSIGHT_STATUSES:
+            raise _BadField("status", f"must be one of {', '.join(INSIGHT_STATUSES)}")
+        insight_id = emulation.eks.plant_insight(
+            fields["clusterName"], insight, status, reason=fields.get("reason") or "",
+            recommendation=fields.get("recommendation") or "",
+            deprecation_details=fields.get("deprecationDetails"),
+            addon_compatibility_details=fields.get("addonCompatibilityDetails"),
+            resources=fields.get("resources"), additional_info=fields.get("additionalInfo"))
+        emulation.tick()
+        return 201, {"injected": "eks/insight", "clusterName": fields["clusterName"],
+                     "insight": insight, "status": status, "id": insight_id}
+
     def workloads_behave(body: Any) -> tuple[int, Any]:
         fields = _fields(
             body,
@@ -180,6 +205,7 @@ def admin_routes(emulation: Emulation) -> dict[tuple[str, str], AdminHandler]:
         "eks/unsupported-zones": eks_unsupported_zones,
         "eks/addon-stalls": eks_addon_stalls,
         "eks/addon-degraded": eks_addon_degraded,
+        "eks/insight": eks_insight,
         "workloads/behave": workloads_behave,
     }
     return {
