@@ -204,6 +204,37 @@ def poll(
     states.waiting |= {ready_choice, wait, check}
 
 
+def stage_poll(
+    states: States,
+    task_name: str,
+    *,
+    title: str,
+    comment: str,
+    wait_comment: str,
+    check_comment: str,
+    then: str,
+    resource: str,
+    ready_word: str = "done",
+) -> None:
+    """One polled stage whose states are named by its title: the task `task_name` (for
+    example ``workload-submit``) and ``{task_name}-check`` after each Wait, the Choice
+    ``{title}: {ready_word}?``, the Wait ``{title}: wait`` and the look ``{title}: look again``."""
+    poll(
+        states,
+        first=title,
+        first_comment=comment,
+        first_task=task_name,
+        ready_choice=f"{title}: {ready_word}?",
+        wait=f"{title}: wait",
+        wait_comment=wait_comment,
+        check=f"{title}: look again",
+        check_comment=check_comment,
+        check_task=f"{task_name}-check",
+        then=then,
+        resource=resource,
+    )
+
+
 def start(states: States, first_state: dict[str, str]) -> None:
     """Start (mark RUNNING) -> "Resume where?": the first stage that has not succeeded."""
     stages = list(first_state)
@@ -893,20 +924,10 @@ def set_features_definition(states: States | None = None) -> dict[str, Any]:
         following = FEATURE_PHASES[phases[index + 1]][0] if index + 1 < len(phases) else (
             "Record outcome")
         states.stage = phase
-        poll(
-            states,
-            first=title,
-            first_comment=comment,
-            first_task=f"features-{phase}",
-            ready_choice=f"{title}: done?",
-            wait=f"{title}: wait",
-            wait_comment="What was started is still on its way.",
-            check=f"{title}: look again",
-            check_comment="Read the actual state again and do what is still missing.",
-            check_task=f"features-{phase}-check",
-            then=following,
-            resource=FEATURE_TASKS,
-        )
+        stage_poll(states, f"features-{phase}", title=title, comment=comment,
+                   wait_comment="What was started is still on its way.",
+                   check_comment="Read the actual state again and do what is still missing.",
+                   then=following, resource=FEATURE_TASKS)
     finish(
         states,
         done="Record outcome",
@@ -918,6 +939,61 @@ def set_features_definition(states: States | None = None) -> dict[str, Any]:
     return {
         "Comment": "Bring a cluster's managed features to what a request named, prerequisites "
         "first (docs/features.md).",
+        "StartAt": "Start",
+        "States": states,
+    }
+
+
+# ---------------------------------------------------------------------------- upgrades
+UPGRADE_POLLS = {
+    "control-plane": ("Upgrade control plane", "UpdateClusterVersion to the next minor "
+                      "version, one step at a time, until the plan's version is read back."),
+    "addons": ("Upgrade add-ons", "UpdateAddon (resolveConflicts PRESERVE) to the plan's "
+               "versions, compatible with the new Kubernetes version."),
+    "nodes": ("Roll nodes", "UpdateClusterSoftware with the rolling deployment "
+              "configuration; one look per batch, recorded per instance group."),
+}
+
+
+def _upgrade_poll(states: States, stage: str, then: str) -> None:
+    title, comment = UPGRADE_POLLS[stage]
+    states.stage = stage
+    stage_poll(states, f"upgrade-{stage}", title=title, comment=comment,
+               wait_comment="EKS or HyperPod is still updating.",
+               check_comment="Read the versions again and start what is still missing.",
+               then=then, resource=FEATURE_TASKS)
+
+
+def upgrade_cluster_definition(states: States | None = None) -> dict[str, Any]:
+    """upgrade-cluster: control-plane, addons, chart, nodes, verify (docs/upgrades.md)."""
+    states = States() if states is None else states
+    start(states, {"control-plane": UPGRADE_POLLS["control-plane"][0],
+                   "addons": UPGRADE_POLLS["addons"][0], "chart": "Apply chart",
+                   "nodes": UPGRADE_POLLS["nodes"][0], "verify": "Verify versions"})
+    _upgrade_poll(states, "control-plane", UPGRADE_POLLS["addons"][0])
+    _upgrade_poll(states, "addons", "Apply chart")
+    states.stage = "chart"
+    states["Apply chart"] = task(
+        "Render the bundled HyperPod dependencies chart for the cluster's Kubernetes version, "
+        "apply it and record its release in the cluster.", "upgrade-chart",
+        UPGRADE_POLLS["nodes"][0], resource=FEATURE_TASKS)
+    _upgrade_poll(states, "nodes", "Verify versions")
+    states.stage = "verify"
+    states["Verify versions"] = task(
+        "Read every version back and compare it with the plan.", "upgrade-verify",
+        "Record outcome", resource=FEATURE_TASKS)
+    finish(
+        states,
+        done="Record outcome",
+        done_comment="Mark the operation SUCCEEDED with the versions as read back.",
+        resource=FEATURE_TASKS,
+        failed_error="UpgradeFailed",
+        tasks=("finish-upgrade", "fail-upgrade"),
+    )
+    return {
+        "Comment": "Upgrade a cluster in the documented order: the EKS control plane one "
+        "minor version per step, the add-ons, the HyperPod dependencies chart, then the nodes "
+        "in rolling batches (docs/upgrades.md).",
         "StartAt": "Start",
         "States": states,
     }
@@ -960,20 +1036,9 @@ def team_definition(states: States | None = None) -> dict[str, Any]:
 def _workload_poll(states: States, stage: str, title: str, comment: str, wait_comment: str,
                    then: str) -> None:
     states.stage = stage
-    poll(
-        states,
-        first=title,
-        first_comment=comment,
-        first_task=f"workload-{stage}",
-        ready_choice=f"{title}: done?",
-        wait=f"{title}: wait",
-        wait_comment=wait_comment,
-        check=f"{title}: look again",
-        check_comment="Read the object's status again.",
-        check_task=f"workload-{stage}-check",
-        then=then,
-        resource=FEATURE_TASKS,
-    )
+    stage_poll(states, f"workload-{stage}", title=title, comment=comment,
+               wait_comment=wait_comment, check_comment="Read the object's status again.",
+               then=then, resource=FEATURE_TASKS)
 
 
 def workload_definition(states: States | None = None) -> dict[str, Any]:
@@ -1061,20 +1126,10 @@ def _teardown_poll(states: States, stage: str, then: str | None) -> None:
     `then` None ends the states' execution (the last state of a Parallel branch)."""
     title, comment, wait_comment, resource = TEARDOWN_STEPS[stage]
     states.stage = stage
-    poll(
-        states,
-        first=title,
-        first_comment=comment,
-        first_task=f"teardown-{stage}",
-        ready_choice=f"{title}: gone?",
-        wait=f"{title}: wait",
-        wait_comment=wait_comment,
-        check=f"{title}: look again",
-        check_comment="Read what is left and start what can start now.",
-        check_task=f"teardown-{stage}-check",
-        then=then or f"{title}: done",
-        resource=resource,
-    )
+    stage_poll(states, f"teardown-{stage}", title=title, comment=comment,
+               wait_comment=wait_comment,
+               check_comment="Read what is left and start what can start now.",
+               then=then or f"{title}: done", resource=resource, ready_word="gone")
     if then is None:
         states[f"{title}: done"] = {"Type": "Pass", "End": True}
 
@@ -1249,6 +1304,7 @@ MACHINES: dict[str, Any] = {
     "team": lambda: team_definition(),
     "workload": lambda: workload_definition(),
     "delete_cluster": lambda: delete_cluster_definition(),
+    "upgrade_cluster": lambda: upgrade_cluster_definition(),
 }
 """File stem -> definition of every state machine this script writes."""
 

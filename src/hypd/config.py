@@ -74,6 +74,9 @@ class ApiSettings(FunctionSettings):
 
     state_machines: dict[OperationKind, str] = Field(default_factory=dict)
     """The state machine of each operation kind it starts (`<LOGICAL_ID>_ARN`, per spec)."""
+    dependency_chart: str | None = Field(default=None, alias="DEPENDENCY_CHART")
+    """The HyperPod dependencies chart upgrades apply: the plan compares its release with
+    the cluster's (`chart.chart_release`, which reads no archive)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -144,6 +147,8 @@ class FeatureTaskSettings(CsiDriverRoles):
     feature_role_boundary_arn: str | None = Field(
         default=None, alias="FEATURE_ROLE_BOUNDARY_ARN"
     )
+    dependency_chart: str | None = Field(default=None, alias="DEPENDENCY_CHART")
+    """The HyperPod dependencies chart an upgrade applies (the create's setting)."""
     kubernetes_read_roles: tuple[str, ...] = Field(default=(), alias="KUBERNETES_READ_ROLE_ARNS")
     """The roles that read the features in a cluster's Kubernetes API (the API function's):
     given their access entry on a cluster that lacks it (one created before hypd had

@@ -91,6 +91,8 @@ ROUTES: dict[str, Route] = {
     "setHealthPolicy": Route("PUT", "/clusters/{tag}/health-policy", has_body=True),
     "getFeatures": Route("GET", "/clusters/{tag}/features"),
     "setFeatures": Route("PATCH", "/clusters/{tag}/features", has_body=True),
+    "getUpgrades": Route("GET", "/clusters/{tag}/upgrades"),
+    "upgradeCluster": Route("POST", "/clusters/{tag}/upgrades", ("dryRun",), has_body=True),
     "listTeams": Route("GET", "/clusters/{tag}/teams"),
     "getTeam": Route("GET", "/clusters/{tag}/teams/{team}"),
     "setTeam": Route("PUT", "/clusters/{tag}/teams/{team}", has_body=True),

@@ -55,6 +55,8 @@ COMMANDS: dict[str, str] = {
     "clusters plan": "getTeardownPlan",
     "clusters delete": "deleteCluster",
     "clusters protect": "setProtection",
+    "clusters upgrades": "getUpgrades",
+    "clusters upgrade": "upgradeCluster",
     "groups list": "listInstanceGroups",
     "groups add": "addInstanceGroup",
     "groups scale": "updateInstanceGroup",

@@ -6,6 +6,7 @@ import argparse
 import textwrap
 from typing import Any
 
+from hypd_cli import upgrades
 from hypd_cli.cli import (
     EXIT_FAILED,
     EXIT_OK,
@@ -96,6 +97,7 @@ def register(subparsers: Any) -> None:
     add_wait_flag(discover)
     api_command(discover, "clusters discover", discover_clusters)
     register_under(commands)
+    upgrades.register(commands)
 
 
 # -- list / get --------------------------------------------------------------------------------

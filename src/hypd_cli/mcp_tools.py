@@ -43,6 +43,7 @@ from hypd.api.teardown_models import (
     ProtectionView,
     TeardownPlan,
 )
+from hypd.api.upgrade_models import UpgradePlan, UpgradesView
 from hypd.api.workload_models import (
     EndpointList,
     EndpointView,
@@ -60,6 +61,7 @@ from hypd.clusters.create_request import CreateClusterRequest
 from hypd.clusters.feature_request import FEATURE_NAMES, FeaturesRequest, TeamRequest
 from hypd.clusters.workload_request import EndpointRequest, InvokeRequest, TrainingJobRequest
 from hypd.health.policy import HealthPolicy
+from hypd.upgrades.inputs import UpgradeRequest
 
 WAIT_SECONDS_MAX = 300
 """The longest ``operation_get_status`` waits in one call (larger values are capped)."""
@@ -763,6 +765,38 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "tag", "the cluster's tag", "deletes cluster",
             show="the teardown plan (cluster_teardown_plan): every resource it deletes, what "
             "it keeps, what blocks it",
+        ),
+    ),
+    ToolSpec(
+        "cluster_upgrades_get",
+        "getUpgrades",
+        UpgradesView,
+        advice=(
+            "Read it before cluster_upgrade and tell the user: the Kubernetes version and its "
+            "support dates (extended support costs more per cluster hour), the next version, "
+            "each add-on and whether it is compatible with the next version, the chart, each "
+            "group's HyperPod software, insights not PASSING, and every blocker with its "
+            "action."
+        ),
+    ),
+    ToolSpec(
+        "cluster_upgrade",
+        "upgradeCluster",
+        OperationAccepted,
+        body=UpgradeRequest,
+        unchanged=UpgradePlan,
+        advice=(
+            "First call it with dryRun=true and show the user the plan: every step, its "
+            "estimate, the blockers and warnings. Send only the targets the user asked for "
+            "(kubernetesVersion, addons, chart, nodes); force only if the user said so after "
+            "seeing the insight it skips. Without dryRun it starts an upgrade-cluster "
+            "operation. " + POLL
+        ),
+        destructive=True,
+        confirm=ConfirmTarget(
+            "tag", "the cluster's tag", "upgrades cluster",
+            show="the plan (cluster_upgrade with dryRun=true): every step, its estimate and "
+            "what it changes",
         ),
     ),
     ToolSpec(

@@ -87,6 +87,7 @@ def _stages_generated(stem: str) -> set[str]:
         "disable_autoscaling": generate.disable_autoscaling_definition,
         "discover": generate.discover_definition,
         "set_features": generate.set_features_definition,
+        "upgrade_cluster": generate.upgrade_cluster_definition,
         "team": generate.team_definition,
         "workload": generate.workload_definition,
         "delete_cluster": generate.delete_cluster_definition,

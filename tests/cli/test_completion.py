@@ -39,7 +39,7 @@ def test_bash_completes_commands_subcommands_and_the_flags_of_the_command_given(
 
     assert complete(path, "clu") == ["clusters"]
     assert complete(path, "clusters", "") == ["list", "get", "create", "discover", "plan",
-                                              "delete", "protect"]
+                                              "delete", "protect", "upgrades", "upgrade"]
     # after a positional (the tag), the flags are still the command's own
     assert complete(path, "clusters", "get", "demo", "--qu") == ["--query"]
     assert "--follow" in complete(path, "events", "tail", "--")

@@ -65,7 +65,7 @@ def send(cloud: Any, method: str, path: str, data: bytes, content_type: str) -> 
 
 def test_multipart_without_a_boundary_gets_400_on_every_route_with_a_body(cloud: Any) -> None:
     routes = [(m, p) for m, p, body in documented_routes("POST", "PUT", "PATCH") if body]
-    assert len(routes) == 12
+    assert len(routes) == 13
     for method, path in routes:
         # When a body is sent as multipart/form-data without a boundary (once a 502)
         answer = send(cloud, method, path, b'{"enabled": true}', "multipart/form-data")
@@ -78,7 +78,7 @@ def test_multipart_without_a_boundary_gets_400_on_every_route_with_a_body(cloud:
 
 def test_a_body_that_is_not_utf8_never_fails_a_post_or_put(cloud: Any) -> None:
     routes = documented_routes("POST", "PUT", "PATCH")
-    assert len(routes) == 16
+    assert len(routes) == 17
     for method, path, takes_body in routes:
         # When a body is not UTF-8 (once a 502 on every route that reads one)
         answer = send(cloud, method, path, b'{"a": "\xff\xfe"}', "application/json")

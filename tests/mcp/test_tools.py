@@ -41,6 +41,8 @@ TOOLS = {
     "cluster_teardown_plan": "getTeardownPlan",
     "cluster_delete": "deleteCluster",
     "cluster_protection_set": "setProtection",
+    "cluster_upgrades_get": "getUpgrades",
+    "cluster_upgrade": "upgradeCluster",
     "operation_list": "listOperations",
     "operation_get_status": "getOperation",
     "operation_retry": "retryOperation",
@@ -84,10 +86,11 @@ TOOLS = {
 DESTRUCTIVE = {"operation_cancel", "instance_group_update", "instance_group_delete",
                "node_reboot", "node_replace", "node_delete", "autoscaling_set",
                "health_policy_set", "features_set", "team_set", "team_delete",
-               "training_job_delete", "endpoint_delete", "cluster_delete"}
+               "training_job_delete", "endpoint_delete", "cluster_delete", "cluster_upgrade"}
 CONFIRMED = {
     # tool: the argument its confirm repeats
     "cluster_delete": "tag",
+    "cluster_upgrade": "tag",
     "instance_group_delete": "name",
     "node_delete": "nodeId",
     "node_replace": "nodeId",
@@ -613,7 +616,9 @@ async def test_a_destructive_call_without_its_targets_name_as_confirm_is_refused
     assert client.calls == []
 
     assert not (await tools.call(name, {**arguments, "confirm": target})).is_error
-    assert client.calls == [(tool.spec.operation_id, arguments, None)]
+    # a tool whose operation takes a body sends the body's fields given (none here)
+    body: dict[str, Any] | None = {} if tool.spec.body is not None else None
+    assert client.calls == [(tool.spec.operation_id, arguments, body)]
 
 
 @pytest.mark.anyio

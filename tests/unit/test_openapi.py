@@ -68,7 +68,7 @@ def test_document_routes_are_the_api_functions_events(
     routes = template_routes(template)
     assert documented - routes == set(), "documented routes API Gateway does not route"
     assert routes - documented == set(), "routed paths missing from the document"
-    assert len(routes) == 46
+    assert len(routes) == 48
 
 
 def test_every_operation_documents_its_errors_with_the_shared_body(rendered: str) -> None:

@@ -70,6 +70,10 @@ ROUTE_MODULES: Mapping[str, tuple[str, ...]] = {
         "GET /clusters/<tag>/features",
         "PATCH /clusters/<tag>/features",
     ),
+    "upgrades": (
+        "GET /clusters/<tag>/upgrades",
+        "POST /clusters/<tag>/upgrades",
+    ),
     "teams": (
         "GET /clusters/<tag>/teams",
         "GET /clusters/<tag>/teams/<team>",

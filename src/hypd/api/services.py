@@ -43,6 +43,8 @@ class ApiServices:
     """A boto3 client per service (the features' reads), made on first use."""
     kubernetes: Callable[[str], Any] | None = None
     """The Kubernetes API client of an EKS cluster, by name (the features' reads)."""
+    dependency_chart: str | None = None
+    """The dependencies chart setting upgrades apply (its release is what ``bundled`` is)."""
 
     def state_machine_arn(self, kind: OperationKind) -> str:
         """The state machine that runs operations of `kind` (the one place kinds map to ARNs).

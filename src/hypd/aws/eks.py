@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -331,3 +332,90 @@ def update_pod_identity_association(
         ),
         f"updating pod identity association {association_id} of EKS cluster {cluster_name}",
     )
+
+
+# ---------------------------------------------------------------------------- upgrades
+class UpgradeRefused(PermanentError):
+    """EKS refused UpdateClusterVersion: a version it does not offer or not the next minor
+    (InvalidParameterException), or upgrade readiness errors (InvalidStateException)."""
+
+    code = "UpgradeRefused"
+
+
+def describe_cluster_versions(client: Any) -> list[dict[str, Any]]:
+    """Every Kubernetes version EKS offers (``clusterType`` eks), newest first."""
+    return all_pages(client, "describe_cluster_versions", "clusterVersions",
+                     "listing the Kubernetes versions EKS offers", clusterType="eks")
+
+
+def upgrade_insights(client: Any, cluster_name: str) -> list[dict[str, Any]]:
+    """The cluster's UPGRADE_READINESS insights; those not PASSING in full (DescribeInsight,
+    for what they name), the others as ListInsights summarises them."""
+    action = f"reading the upgrade insights of EKS cluster {cluster_name}"
+    summaries = all_pages(client, "list_insights", "insights", action,
+                          clusterName=cluster_name,
+                          filter={"categories": ["UPGRADE_READINESS"]})
+    def describe(insight_id: str) -> dict[str, Any]:
+        return dict(client.describe_insight(clusterName=cluster_name, id=insight_id)["insight"])
+
+    insights = []
+    for summary in summaries:
+        status = (summary.get("insightStatus") or {}).get("status")
+        if status in ("PASSING", None):
+            insights.append(summary)
+            continue
+        insights.append(translated(functools.partial(describe, str(summary["id"])), action))
+    return insights
+
+
+def addon_versions(client: Any, addon_name: str) -> dict[str, list[str]]:
+    """The add-on's versions compatible with each Kubernetes version (DescribeAddonVersions
+    in the order EKS lists them: newest first)."""
+    infos = all_pages(client, "describe_addon_versions", "addons",
+                      f"listing the versions of add-on {addon_name}", addonName=addon_name)
+    compatible: dict[str, list[str]] = {}
+    for info in infos:
+        if info.get("addonName") != addon_name:
+            continue
+        for version in info.get("addonVersions") or []:
+            for compatibility in version.get("compatibilities") or []:
+                kubernetes = compatibility.get("clusterVersion")
+                if kubernetes:
+                    compatible.setdefault(str(kubernetes), []).append(
+                        str(version["addonVersion"]))
+    return compatible
+
+
+def update_cluster_version(client: Any, cluster_name: str, version: str, *, token: str,
+                           force: bool = False) -> dict[str, Any]:
+    """UpdateClusterVersion's ``update`` (the same update again for the same ``token``).
+
+    Raises:
+        ConcurrentUpdate: another update is in progress (ResourceInUseException; retried).
+        UpgradeRefused: EKS refuses this version, or its readiness checks failed.
+    """
+    action = f"upgrading EKS cluster {cluster_name} to Kubernetes {version}"
+    try:
+        answer = client.update_cluster_version(name=cluster_name, version=version,
+                                               clientRequestToken=token, force=force)
+    except ClientError as exc:
+        code = error_code(exc)
+        message = f"{action}: {exc.response['Error'].get('Message', '')}"
+        if code == "ResourceInUseException":
+            raise ConcurrentUpdate(message, details={"awsErrorCode": code}) from exc
+        if code in ("InvalidParameterException", "InvalidStateException",
+                    "InvalidRequestException"):
+            raise UpgradeRefused(message, details={"awsErrorCode": code}) from exc
+        raise translate(exc, action) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, action) from exc
+    return dict(answer["update"])
+
+
+def describe_update(client: Any, cluster_name: str, update_id: str,
+                    addon_name: str | None = None) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"name": cluster_name, "updateId": update_id}
+    if addon_name:
+        kwargs["addonName"] = addon_name
+    return dict(translated(lambda: client.describe_update(**kwargs)["update"],
+                           f"reading update {update_id} of EKS cluster {cluster_name}"))

@@ -345,3 +345,32 @@ def governance_call(client: Any, operation: str, action: str, **params: Any) -> 
         raise translate(exc, action) from exc
     except NETWORK_ERRORS as exc:
         raise translate(exc, action) from exc
+
+
+class SoftwareUpdateRefused(PermanentError):
+    """HyperPod refused UpdateClusterSoftware (ValidationException: a group, an image, a
+    deployment configuration it does not accept)."""
+
+    code = "SoftwareUpdateRefused"
+
+
+def update_cluster_software(client: Any, request: dict[str, Any]) -> str:
+    """UpdateClusterSoftware; returns the cluster's ARN.
+
+    Raises:
+        ClusterBusy: ConflictException (an update or change is in progress; retried).
+        SoftwareUpdateRefused: ValidationException.
+    """
+    action = f"updating the software of HyperPod cluster {request['ClusterName']}"
+    try:
+        return str(client.update_cluster_software(**request)["ClusterArn"])
+    except ClientError as exc:
+        code = error_code(exc)
+        message = f"{action}: {code}: {exc.response['Error'].get('Message', '')}"
+        if code == "ConflictException":
+            raise ClusterBusy(message, details={"awsErrorCode": code}) from exc
+        if code == "ValidationException":
+            raise SoftwareUpdateRefused(message, details={"awsErrorCode": code}) from exc
+        raise translate(exc, action) from exc
+    except NETWORK_ERRORS as exc:
+        raise translate(exc, action) from exc

@@ -136,6 +136,26 @@ def parse_chart_setting(setting: str) -> Path | ChartArchive:
     return ChartArchive(url, digest, subpath, commit.group(1) if commit else "")
 
 
+def chart_release(setting: str) -> str:
+    """What identifies the chart a setting names, without fetching it: a local chart's
+    ``name-version`` (its Chart.yaml), an archive's commit or the first 12 digits of its
+    digest. Upgrades compare it with the release a cluster has (`hypd.upgrades.chart_state`).
+
+    Raises:
+        ChartSourceInvalid: the setting is malformed, or a local chart has no readable
+            Chart.yaml.
+    """
+    source = parse_chart_setting(setting)
+    if isinstance(source, ChartArchive):
+        return f"commit-{source.commit[:12]}" if source.commit else f"sha256-{source.sha256[:12]}"
+    yaml = _yaml()
+    try:
+        metadata = yaml.safe_load((source / "Chart.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ChartSourceInvalid(f"{source}/Chart.yaml cannot be read: {exc}") from exc
+    return f"{metadata.get('name', 'chart')}-{metadata.get('version', 'unversioned')}"
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as file:

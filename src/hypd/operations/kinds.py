@@ -105,6 +105,8 @@ SPECS: Mapping[OperationKind, OperationSpec] = {
                       ("workloads", "governance", "hyperpod", "addons", "eks", "storage",
                        "network", "roles", "record"),
                       "DeleteClusterStateMachine", Lock.CLUSTER, resumes=True),
+        OperationSpec(K.UPGRADE_CLUSTER, ("control-plane", "addons", "chart", "nodes", "verify"),
+                      "UpgradeClusterStateMachine", Lock.CLUSTER, resumes=True),
     )
 }
 del K

@@ -70,6 +70,7 @@ class OperationKind(StrEnum):
     DEPLOY_ENDPOINT = "deploy-endpoint"
     DELETE_ENDPOINT = "delete-endpoint"
     DELETE_CLUSTER = "delete-cluster"
+    UPGRADE_CLUSTER = "upgrade-cluster"
 
 
 class _Model(BaseModel):

@@ -39,4 +39,5 @@ def services(settings: ApiSettings) -> ApiServices:
         kubernetes=ClusterAccess(
             lambda: lazy("eks"), lambda: settings.region
         ).api,
+        dependency_chart=settings.dependency_chart,
     )

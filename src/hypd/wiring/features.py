@@ -10,10 +10,11 @@ from hypd.operations.locks import LockStore
 from hypd.operations.store import OperationStore
 from hypd.tasks import TaskRouter
 from hypd.teardown.cluster_tasks import router as teardown_tasks
+from hypd.upgrades.tasks import router as upgrade_tasks
 from hypd.wiring import table
 from hypd.workloads.tasks import router as workload_tasks
 
-router = TaskRouter.union(feature_tasks, workload_tasks, teardown_tasks)
+router = TaskRouter.union(feature_tasks, workload_tasks, teardown_tasks, upgrade_tasks)
 """Every task FeatureTasksFunction runs: the set-features, team and workload machines', and the
 delete-cluster machine's Kubernetes-side stages."""
 

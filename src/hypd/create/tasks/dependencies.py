@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypd import clock
 from hypd.clusters.create_request import ResolvedCreate
 from hypd.config import CreateTaskSettings
 from hypd.create import addons, chart
@@ -12,6 +13,7 @@ from hypd.create.tasks.common import CreateServices, EksOutput, router
 from hypd.kubernetes.apply import apply_manifests
 from hypd.operations.models import Operation
 from hypd.operations.steps import OperationInput, Steps, poll_result, polled
+from hypd.upgrades import chart_state
 
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
 
@@ -57,9 +59,11 @@ def apply_dependency_chart(task: OperationInput, services: CreateServices) -> di
             values=chart.chart_values(services.settings.region),
             kube_version=eks.version or resolved.kubernetes_version,
         )
-        applied = apply_manifests(
-            services.kubernetes(resolved.eks_cluster_name), manifests, namespace="kube-system"
-        )
+        api = services.kubernetes(resolved.eks_cluster_name)
+        kube_version = eks.version or resolved.kubernetes_version
+        applied = apply_manifests(api, manifests, namespace="kube-system")
+        chart_state.record(api, chart.chart_release(services.settings.dependency_chart),
+                           kube_version, clock.now_iso())
         progress = _advance_addons(services, operation, resolved)
         return {
             "addons": progress.summary(),
