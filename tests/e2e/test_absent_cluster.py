@@ -30,6 +30,7 @@ TAG_PATH = "/clusters/{tag}"
 BODIES: dict[str, dict[str, Any]] = {
     "setAutoscaling": {"enabled": False},
     "setFeatures": {"trainingOperator": {"enabled": True}},
+    "upgradeCluster": {"kubernetesVersion": "1.34"},
     "setHealthPolicy": {},
     "deployInferenceEndpoint": FALCON,
     "invokeInferenceEndpoint": {"body": {"inputs": "hello"}},
@@ -111,7 +112,7 @@ def test_every_route_of_a_deleted_cluster_answers_from_its_record_without_callin
     operations = list(tag_scoped())
     taking_bodies = {op["operationId"] for _m, _p, op in operations if "requestBody" in op}
     assert taking_bodies == set(BODIES), "every operation with a body has one here"
-    assert len(operations) == 34
+    assert len(operations) == 36
 
     # When every tag-scoped route is sent, each call any principal makes being watched
     values = {"tag": TAG, "nodeId": node, "name": "workers", "team": "ml"}
