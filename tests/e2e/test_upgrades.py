@@ -56,6 +56,14 @@ def newest_for(cloud: Any, addon: str, kubernetes: str) -> str:
     return str(versions[0])
 
 
+def version_updates(cloud: Any) -> list[dict[str, Any]]:
+    """The cluster's EKS version updates (UpdateClusterVersion), oldest first."""
+    eks = cloud.client("eks")
+    updates = [eks.describe_update(name=CLUSTER, updateId=u)["update"]
+               for u in eks.list_updates(name=CLUSTER)["updateIds"]]
+    return [u for u in updates if u["type"] == "VersionUpdate"]
+
+
 def test_the_view_names_versions_now_and_what_is_next(
         api: ApiClient, cloud: Any, old_cluster: dict[str, Any]) -> None:
     view = upgrades(api)
@@ -122,10 +130,8 @@ def test_an_upgrade_of_two_minor_versions_with_addons_and_chart(
     assert all(s["status"] == "SUCCEEDED" for s in operation["stages"])
     eks = cloud.client("eks")
     assert eks.describe_cluster(name=CLUSTER)["cluster"]["version"] == "1.34"
-    updates = [eks.describe_update(name=CLUSTER, updateId=u)["update"]
-               for u in eks.list_updates(name=CLUSTER)["updateIds"]]
-    versions = [p["value"] for u in updates if u["type"] == "VersionUpdate"
-                for p in u["params"] if p["type"] == "Version"]
+    versions = [p["value"] for u in version_updates(cloud) for p in u["params"]
+                if p["type"] == "Version"]
     assert versions == ["1.33", "1.34"]
     now = addon_versions(cloud)
     assert now == {name: newest_for(cloud, name, "1.34") for name in now}
@@ -160,10 +166,25 @@ def test_a_failed_stage_is_retried_from_where_it_failed(
     assert retried["retries"][0]["resumeFrom"] == stage
     done = follow(api, cloud, str(accepted["operationId"]), timeout=240)
     assert done["status"] == "SUCCEEDED", done.get("error")
-    eks = cloud.client("eks")
-    assert eks.describe_cluster(name=CLUSTER)["cluster"]["version"] == "1.33"
-    updates = [eks.describe_update(name=CLUSTER, updateId=u)["update"]
-               for u in eks.list_updates(name=CLUSTER)["updateIds"]]
-    assert [u["status"] for u in updates if u["type"] == "VersionUpdate"] == ["Successful"]
+    assert cloud.client("eks").describe_cluster(name=CLUSTER)["cluster"]["version"] == "1.33"
+    assert [u["status"] for u in version_updates(cloud)] == ["Successful"]
     now = addon_versions(cloud)
     assert now == {name: newest_for(cloud, name, "1.33") for name in now}
+
+
+def test_a_control_plane_step_that_never_ends_fails_the_stage_and_a_retry_waits_again(
+        api: ApiClient, cloud: Any, old_cluster: dict[str, Any]) -> None:
+    # EKS keeps the update InProgress for two hours (the policy gives up after one)
+    cloud.emulation.eks.set_durations(cluster_version_update=2 * 3600)
+    accepted = post(api, kubernetesVersion="1.33")
+    failed = run(api, cloud, accepted)
+    assert failed["status"] == "FAILED"
+    control = stages(failed)["control-plane"]
+    assert control["status"] == "FAILED"
+    assert control["error"]["code"] == "UpgradeStageTimedOut"
+    # the retry finds the same update (the cluster still UPDATING), starts no second one
+    api.post(f"/operations/{accepted['operationId']}/retry")
+    done = follow(api, cloud, str(accepted["operationId"]), timeout=240)
+    assert done["status"] == "SUCCEEDED", done.get("error")
+    assert cloud.client("eks").describe_cluster(name=CLUSTER)["cluster"]["version"] == "1.33"
+    assert [u["status"] for u in version_updates(cloud)] == ["Successful"]

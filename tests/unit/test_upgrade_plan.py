@@ -216,3 +216,9 @@ def test_the_view_reports_the_next_version_and_its_blockers() -> None:
     assert view["blockers"][0]["code"] == "AddonHasNoCompatibleVersion"
     assert [g["updateAvailable"] for g in view["nodes"]] == [True, False]
     assert view["chart"]["upToDate"] is False
+
+
+def test_a_discovered_cluster_is_not_upgraded_by_hypds_roles() -> None:
+    found = plan(facts(created_by_hypd=False), request(kubernetesVersion="1.33"))
+    assert codes(found) == ["NotCreatedByHypd"]
+    assert "hypd-demo" in found.blockers[0].message

@@ -21,7 +21,7 @@ from hypd.api.errors import ERROR_RESPONSES, accepted_response, json_response
 from hypd.api.params import Tag
 from hypd.api.responses import json_body, launch
 from hypd.api.upgrade_models import UpgradePlan, UpgradesView
-from hypd.clusters.models import Cluster
+from hypd.clusters.models import Cluster, ClusterSource
 from hypd.create.chart import chart_release
 from hypd.errors import ConflictError, PermanentError, ValidationError
 from hypd.operations.kinds import cluster_lock
@@ -60,7 +60,8 @@ def _facts(record: Cluster) -> UpgradeFacts:
                               running_operation=lambda: _running(record.tag),
                               bundled_chart=bundled),
         record.tag, record.eks.name if record.eks else None,
-        record.hyperpod.name if record.hyperpod else None, clock.now())
+        record.hyperpod.name if record.hyperpod else None, clock.now(),
+        created_by_hypd=record.source is ClusterSource.CREATED)
 
 
 def _plan_view(tag: str, found: Plan) -> UpgradePlan:

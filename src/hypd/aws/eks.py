@@ -411,11 +411,3 @@ def update_cluster_version(client: Any, cluster_name: str, version: str, *, toke
         raise translate(exc, action) from exc
     return dict(answer["update"])
 
-
-def describe_update(client: Any, cluster_name: str, update_id: str,
-                    addon_name: str | None = None) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"name": cluster_name, "updateId": update_id}
-    if addon_name:
-        kwargs["addonName"] = addon_name
-    return dict(translated(lambda: client.describe_update(**kwargs)["update"],
-                           f"reading update {update_id} of EKS cluster {cluster_name}"))

@@ -139,7 +139,7 @@ def parse_chart_setting(setting: str) -> Path | ChartArchive:
 def chart_release(setting: str) -> str:
     """What identifies the chart a setting names, without fetching it: a local chart's
     ``name-version`` (its Chart.yaml), an archive's commit or the first 12 digits of its
-    digest. Upgrades compare it with the release a cluster has (`hypd.upgrades.chart_state`).
+    digest. Upgrades compare it with the release a cluster has (`hypd.create.dependency_chart`).
 
     Raises:
         ChartSourceInvalid: the setting is malformed, or a local chart has no readable

@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from hypd.aws import eks, sagemaker
+from hypd.create import dependency_chart
 from hypd.errors import ConflictError
 from hypd.kubernetes.apply import list_objects
-from hypd.upgrades import chart_state
 from hypd.upgrades.model import (
     Addon,
     Chart,
@@ -131,7 +131,7 @@ def _disruptions(api: Any) -> tuple[Disruption, ...]:
 
 
 def read(sources: Sources, tag: str, eks_name: str | None, hyperpod_name: str | None,
-         now: datetime) -> UpgradeFacts:
+         now: datetime, *, created_by_hypd: bool = True) -> UpgradeFacts:
     """Everything the plan reads, as it is now.
 
     Raises:
@@ -148,7 +148,7 @@ def read(sources: Sources, tag: str, eks_name: str | None, hyperpod_name: str | 
     api = sources.kubernetes(eks_name) if status in ("ACTIVE", "UPDATING") else None
     chart = None
     if sources.bundled_chart is not None:
-        installed, rendered_for = chart_state.read(api) if api is not None else (None, None)
+        installed, rendered_for = dependency_chart.read(api) if api is not None else (None, None)
         chart = Chart(bundled=sources.bundled_chart, installed=installed,
                       rendered_for=rendered_for)
     return UpgradeFacts(
@@ -162,4 +162,5 @@ def read(sources: Sources, tag: str, eks_name: str | None, hyperpod_name: str | 
         disruptions=_disruptions(api) if api is not None and hyperpod else (),
         running_operation=sources.running_operation(),
         hyperpod_status=str(hyperpod.get("ClusterStatus")) if hyperpod else None,
+        created_by_hypd=created_by_hypd,
     )

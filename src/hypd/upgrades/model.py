@@ -107,6 +107,8 @@ class UpgradeFacts:
     running_operation: tuple[str, str] | None = None
     """(operation id, kind) of the operation that holds the cluster's lock."""
     hyperpod_status: str | None = None
+    created_by_hypd: bool = True
+    """A cluster hypd created (its functions' roles may change only ``hypd-*`` clusters)."""
 
     def version(self, version: str) -> KubernetesVersion | None:
         return next((v for v in self.versions if v.version == version), None)

@@ -15,7 +15,7 @@ under a minute, a batch of nodes `NODE_BATCH_SECONDS` plus the wait between batc
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from hypd.upgrades.inputs import BatchSize, BatchType, UpgradeRequest
 from hypd.upgrades.model import (
@@ -42,7 +42,6 @@ DEFAULT_BATCH = BatchSize(type=BatchType.COUNT, value=1)
 sends one node at a time unless the request says otherwise: a rollout that keeps workloads
 running is what a request that names nothing should get."""
 
-STAGES = ("control-plane", "addons", "chart", "nodes")
 BUSY_UPDATES = ("Pending", "InProgress", "RollbackInProgress")
 
 
@@ -200,9 +199,8 @@ def _chart(facts: UpgradeFacts, request: UpgradeRequest, kubernetes: str,
                  {"chart": chart.bundled, "kubernetesVersion": kubernetes}, CHART_SECONDS)]
 
 
-def _blocking_disruptions(disruptions: Iterable[Disruption], groups: Sequence[NodeGroup]
-                          ) -> list[Blocker]:
-    del groups  # every budget that allows no disruption blocks a drain of its pods' nodes
+def _blocking_disruptions(disruptions: Iterable[Disruption]) -> list[Blocker]:
+    """Every budget that allows no disruption blocks the drain of its pods' nodes."""
     return [Blocker(
         "DisruptionBudgetBlocks",
         f"PodDisruptionBudget {d.namespace}/{d.name} allows no disruption"
@@ -249,7 +247,7 @@ def _nodes(facts: UpgradeFacts, request: UpgradeRequest, blockers: list[Blocker]
                                 f"{facts.hyperpod_name} is {facts.hyperpod_status}.",
                                 "wait until it is InService"))
     if chosen:
-        blockers.extend(_blocking_disruptions(facts.disruptions, chosen))
+        blockers.extend(_blocking_disruptions(facts.disruptions))
     batch = target.batch or DEFAULT_BATCH
     wait = target.wait_seconds or 0
     steps: list[Step] = []
@@ -275,6 +273,12 @@ def plan(facts: UpgradeFacts, request: UpgradeRequest) -> Plan:
         blockers.append(Blocker(
             "OperationRunning", f"operation {operation_id} ({kind}) is running on cluster "
             f"{facts.tag}.", f"wait for it to end (hypd ops watch {operation_id})"))
+    if not facts.created_by_hypd:
+        blockers.append(Blocker(
+            "NotCreatedByHypd", f"cluster {facts.tag} was discovered, not created by hypd: "
+            f"hypd's roles may upgrade only the clusters it made (hypd-*), not {facts.eks_name}.",
+            "upgrade it with the tools that made it (the EKS console, eksctl), then read it "
+            "here again"))
     if facts.eks_status != "ACTIVE":
         blockers.append(Blocker(
             "ClusterNotActive", f"EKS cluster {facts.eks_name} is {facts.eks_status}.",
@@ -285,6 +289,3 @@ def plan(facts: UpgradeFacts, request: UpgradeRequest) -> Plan:
     steps += _nodes(facts, request, blockers, warnings)
     return Plan(tuple(steps), tuple(blockers), tuple(warnings))
 
-
-def final_kubernetes_version(facts: UpgradeFacts, request: UpgradeRequest) -> str:
-    return request.kubernetes_version or facts.kubernetes_version

@@ -19,41 +19,60 @@ Every look reads what is there first and acts only on what is missing, so a task
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from hypd import clock
 from hypd.aws import eks, sagemaker
-from hypd.create import chart
+from hypd.create import dependency_chart
 from hypd.errors import PermanentError
 from hypd.features.tasks import FeatureServices
-from hypd.kubernetes.apply import apply_manifests
 from hypd.operations.models import Operation
 from hypd.operations.steps import (
     FailInput,
     OperationInput,
+    Steps,
     poll_result,
     polled,
     ready,
     summary,
 )
+from hypd.operations.waits import WaitPolicy
 from hypd.tasks import TaskRouter
-from hypd.upgrades import chart_state
 from hypd.upgrades.inputs import HYPERPOD_BATCH_TYPES, UpgradeInput
 from hypd.upgrades.model import Plan
 from hypd.upgrades.plan import (
+    ADDON_UPDATE_SECONDS,
     CONTROL_PLANE_STEP_SECONDS,
     DEFAULT_BATCH,
-    NODE_BATCH_SECONDS,
     minor,
 )
 
 router = TaskRouter()
-LOOK_AGAIN_SECONDS = 30
-CHART_RELEASE = "hyperpod-dependencies"
-CHART_NAMESPACE = "kube-system"
+
+CONTROL_PLANE_WAIT = WaitPolicy(
+    expected_seconds=CONTROL_PLANE_STEP_SECONDS, first_look_seconds=CONTROL_PLANE_STEP_SECONDS,
+    interval_seconds=30, late_after_seconds=2 * CONTROL_PLANE_STEP_SECONDS,
+    late_interval_seconds=60, give_up_after_seconds=6 * CONTROL_PLANE_STEP_SECONDS)
+"""One control-plane step, from its EKS update's createdAt: given up after an hour (EKS's own
+updates take minutes; one still InProgress after an hour is for AWS support)."""
+ADDON_WAIT = WaitPolicy(
+    expected_seconds=ADDON_UPDATE_SECONDS, first_look_seconds=ADDON_UPDATE_SECONDS,
+    interval_seconds=30, late_after_seconds=5 * 60, late_interval_seconds=60,
+    give_up_after_seconds=20 * 60)
+"""The add-on updates of the stage, from the attempt's start."""
+NODES_LOOK_SECONDS = 60
+
+
+def nodes_wait(plan: Plan) -> WaitPolicy:
+    """The nodes stage, from the attempt's start: the plan's estimate of its batches, looked at
+    every minute after the first batch, given up at twice the estimate plus an hour."""
+    expected = max(NODES_LOOK_SECONDS, sum(s.estimate_seconds for s in plan.of("nodes")))
+    first = max(NODES_LOOK_SECONDS, plan.of("nodes")[0].estimate_seconds
+                if plan.of("nodes") else NODES_LOOK_SECONDS)
+    return WaitPolicy(expected_seconds=expected, first_look_seconds=min(first, expected),
+                      interval_seconds=NODES_LOOK_SECONDS, late_after_seconds=expected,
+                      late_interval_seconds=5 * 60, give_up_after_seconds=2 * expected + 3600)
 
 
 class ControlPlaneUpgradeFailed(PermanentError):
@@ -76,6 +95,20 @@ class NodeUpdateFailed(PermanentError):
     code = "NodeUpdateFailed"
 
 
+class UpgradeStageTimedOut(PermanentError):
+    """A stage's update is still not done long after it should be (its `WaitPolicy`)."""
+
+    code = "UpgradeStageTimedOut"
+
+
+def _check_overdue(policy: WaitPolicy, elapsed: float, what: str) -> None:
+    if policy.overdue(elapsed):
+        raise UpgradeStageTimedOut(
+            f"{what} is still not done after {int(elapsed) // 60} minutes (expected about "
+            f"{policy.expected_seconds // 60}); look at it in the AWS console, then retry the "
+            "operation to wait again")
+
+
 class UpgradeNotReadBack(PermanentError):
     """After every stage, a version read back is not the one the plan moved to."""
 
@@ -86,14 +119,6 @@ def _load(services: FeatureServices, operation_id: str) -> tuple[Operation, Upgr
     operation = services.operations.get(operation_id)
     work = UpgradeInput.model_validate(operation.input)
     return operation, work, Plan.from_json(work.plan)
-
-
-def _wait_for(started: datetime | None, expected: int) -> int:
-    """First look near the expected end of what was started, then every half minute."""
-    if started is None:
-        return expected
-    waited = (clock.now() - started).total_seconds()
-    return max(LOOK_AGAIN_SECONDS, math.ceil(expected - waited))
 
 
 # ---------------------------------------------------------------------------- control plane
@@ -109,8 +134,11 @@ def advance_control_plane(services: FeatureServices, operation: Operation, work:
     if minor(version) >= minor(target) and status == "ACTIVE":
         return poll_result(True) | {"kubernetesVersion": version}
     if status != "ACTIVE":
-        return poll_result(False, LOOK_AGAIN_SECONDS, waiting=f"EKS cluster {status}") | {
-            "kubernetesVersion": version}
+        # The stage's time over its steps: each may take the policy's time.
+        elapsed = Steps.elapsed(operation, "control-plane") / len(steps)
+        _check_overdue(CONTROL_PLANE_WAIT, elapsed, f"EKS cluster {work.eks_name} ({status})")
+        return poll_result(False, CONTROL_PLANE_WAIT.interval_seconds,
+                           waiting=f"EKS cluster {status}") | {"kubernetesVersion": version}
     following = f"1.{minor(version) + 1}"
     attempt = operation.stage("control-plane").attempts
     update = eks.update_cluster_version(
@@ -123,7 +151,10 @@ def advance_control_plane(services: FeatureServices, operation: Operation, work:
         raise ControlPlaneUpgradeFailed(
             f"EKS's update {update.get('id')} of {work.eks_name} to {following} ended "
             f"{state}: {errors}", details={"updateId": update.get("id"), "to": following})
-    return poll_result(False, _wait_for(update.get("createdAt"), CONTROL_PLANE_STEP_SECONDS),
+    created = update.get("createdAt")
+    since = (clock.now() - created).total_seconds() if created else 0.0
+    _check_overdue(CONTROL_PLANE_WAIT, since, f"EKS's update of {work.eks_name} to {following}")
+    return poll_result(False, CONTROL_PLANE_WAIT.next_check(since),
                        waiting=f"EKS control plane {version} -> {following}") | {
         "kubernetesVersion": version, "updateId": update.get("id"), "to": following}
 
@@ -157,18 +188,23 @@ def advance_addons(services: FeatureServices, operation: Operation, work: Upgrad
         if status in ("CREATING", "UPDATING", "DELETING"):
             waiting.append(f"{name} {status}")
             continue
-        if status == "UPDATE_FAILED" and not start:
+        # After this attempt's UpdateAddon, a failed update, or one that left the add-on
+        # DEGRADED at its new version, is what EKS says of it; a new attempt updates again.
+        if not start and (status == "UPDATE_FAILED"
+                          or (status == "DEGRADED" and now_at == version)):
             issues = "; ".join(f"{i.get('code')}: {i.get('message')}" for i in
                                (found.get("health") or {}).get("issues") or []) or status
-            raise AddonUpgradeFailed(f"add-on {name} did not update to {version}: {issues}",
-                                     details={"addon": name, "version": version})
+            raise AddonUpgradeFailed(f"add-on {name} did not update to {version} ({status}): "
+                                     f"{issues}", details={"addon": name, "version": version})
         eks.update_addon(client, {
             "clusterName": work.eks_name, "addonName": name, "addonVersion": version,
             "resolveConflicts": "PRESERVE",
             "clientRequestToken": f"{operation.id}-{name}-{operation.stage('addons').attempts}"})
         waiting.append(f"{name} -> {version}")
     if waiting:
-        return poll_result(False, LOOK_AGAIN_SECONDS if not start else 60,
+        elapsed = Steps.elapsed(operation, "addons")
+        _check_overdue(ADDON_WAIT, elapsed, f"the add-on updates ({', '.join(waiting)})")
+        return poll_result(False, ADDON_WAIT.next_check(elapsed),
                            waiting=", ".join(waiting)) | {"addons": done}
     return poll_result(True) | {"addons": done}
 
@@ -194,14 +230,12 @@ def upgrade_chart(task: OperationInput, services: FeatureServices) -> dict[str, 
             raise PermanentError("the dependency chart is not configured for this function")
         cluster = eks.read_cluster(services.client("eks"), work.eks_name)
         version = str(cluster.get("version"))
-        manifests = chart.render_chart(
-            chart.chart_source(setting), release=CHART_RELEASE, namespace=CHART_NAMESPACE,
-            values=chart.chart_values(services.settings.region), kube_version=version)
-        api = services.clients.kubernetes(work.eks_name)
-        applied = apply_manifests(api, manifests, namespace=CHART_NAMESPACE)
-        release = chart.chart_release(setting)
-        chart_state.record(api, release, version, clock.now_iso())
-        return {"chart": release, "kubernetesVersion": version, "objects": len(applied)}
+        applied = dependency_chart.apply(
+            services.clients.kubernetes(work.eks_name), setting,
+            region=services.settings.region, kubernetes_version=version,
+            applied_at=clock.now_iso())
+        return {"chart": plan.of("chart")[0].target["chart"], "kubernetesVersion": version,
+                "objects": len(applied)}
 
     services.steps.step(task, "chart", work, start=True, complete=True, summarize=lambda r: r)
     return {}
@@ -247,9 +281,12 @@ def advance_nodes(services: FeatureServices, operation: Operation, work: Upgrade
     statuses = {str(g["InstanceGroupName"]): g.get("SoftwareUpdateStatus") for g in chosen}
     busy = [n for n, s in statuses.items() if s in ("Pending", "InProgress",
                                                      "RollbackInProgress")]
+    policy = nodes_wait(plan)
     if busy or cluster.get("ClusterStatus") == "SystemUpdating":
+        elapsed = Steps.elapsed(operation, "nodes")
+        _check_overdue(policy, elapsed, f"HyperPod's software update of {', '.join(statuses)}")
         progress = [_group_progress(services, work.hyperpod_name, g) for g in chosen]
-        return poll_result(False, LOOK_AGAIN_SECONDS * 2, waiting=", ".join(
+        return poll_result(False, policy.next_check(elapsed), waiting=", ".join(
             f"{p['instanceGroup']} {p['updated']}/{p['nodes']} on {p['release']}"
             for p in progress)) | {"groups": progress}
     if not start:
@@ -274,8 +311,7 @@ def advance_nodes(services: FeatureServices, operation: Operation, work: Upgrade
         "InstanceGroups": [{"InstanceGroupName": n} for n in statuses],
         "DeploymentConfig": deployment_config(work),
     })
-    first = steps[0].estimate_seconds
-    return poll_result(False, min(first, NODE_BATCH_SECONDS),
+    return poll_result(False, policy.next_check(Steps.elapsed(operation, "nodes")),
                        waiting=f"HyperPod updating {', '.join(statuses)}") | {"groups": []}
 
 
@@ -295,7 +331,7 @@ def versions(services: FeatureServices, work: UpgradeInput) -> dict[str, Any]:
     cluster = eks.read_cluster(client, work.eks_name)
     addons = {name: str((eks.find_addon(client, work.eks_name, name) or {}).get(
         "addonVersion")) for name in eks.list_addon_names(client, work.eks_name)}
-    release, rendered_for = chart_state.read(services.clients.kubernetes(work.eks_name))
+    release, rendered_for = dependency_chart.read(services.clients.kubernetes(work.eks_name))
     groups = []
     if work.hyperpod_name:
         found = sagemaker.find_cluster(services.client("sagemaker"), work.hyperpod_name) or {}

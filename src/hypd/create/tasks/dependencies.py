@@ -8,12 +8,10 @@ from typing import Any
 from hypd import clock
 from hypd.clusters.create_request import ResolvedCreate
 from hypd.config import CreateTaskSettings
-from hypd.create import addons, chart
+from hypd.create import addons, dependency_chart
 from hypd.create.tasks.common import CreateServices, EksOutput, router
-from hypd.kubernetes.apply import apply_manifests
 from hypd.operations.models import Operation
 from hypd.operations.steps import OperationInput, Steps, poll_result, polled
-from hypd.upgrades import chart_state
 
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
 
@@ -52,18 +50,11 @@ def apply_dependency_chart(task: OperationInput, services: CreateServices) -> di
     def work() -> dict[str, Any]:
         operation, resolved = services.load(task.operation_id)
         eks = Steps.output_of(operation, "eks", EksOutput)
-        manifests = chart.render_chart(
-            chart.chart_source(services.settings.dependency_chart),
-            release="hyperpod-dependencies",
-            namespace="kube-system",
-            values=chart.chart_values(services.settings.region),
-            kube_version=eks.version or resolved.kubernetes_version,
-        )
-        api = services.kubernetes(resolved.eks_cluster_name)
-        kube_version = eks.version or resolved.kubernetes_version
-        applied = apply_manifests(api, manifests, namespace="kube-system")
-        chart_state.record(api, chart.chart_release(services.settings.dependency_chart),
-                           kube_version, clock.now_iso())
+        applied = dependency_chart.apply(
+            services.kubernetes(resolved.eks_cluster_name), services.settings.dependency_chart,
+            region=services.settings.region,
+            kubernetes_version=eks.version or resolved.kubernetes_version,
+            applied_at=clock.now_iso())
         progress = _advance_addons(services, operation, resolved)
         return {
             "addons": progress.summary(),
